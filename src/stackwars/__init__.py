@@ -1,0 +1,32 @@
+"""stackwars: the same numerical and ML work on NumPy, JAX, PyTorch and TensorFlow, in every
+execution mode, measured honestly.
+
+The public Python API is what this module exports; everything else is private.
+"""
+
+from stackwars.errors import StackwarsError, UsageError
+from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, parse_stack
+from stackwars.results.run import Run
+from stackwars.results.schema import SCHEMA_VERSION, Cell
+from stackwars.workloads import Param, Work, Workload, load_workload_file, register, registry
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FRAMEWORKS",
+    "SCHEMA_VERSION",
+    "Cell",
+    "Param",
+    "Run",
+    "Stack",
+    "StackwarsError",
+    "UsageError",
+    "Work",
+    "Workload",
+    "__version__",
+    "all_stacks",
+    "load_workload_file",
+    "parse_stack",
+    "register",
+    "registry",
+]

@@ -1,0 +1,153 @@
+"""The ``stackwars`` command: argument parsing and dispatch only.
+
+Exit status: 0 when every cell ran, whatever its status (failures are data); 1 with
+``--strict`` when a cell is not ok; 2 on bad input; 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from stackwars import commands
+from stackwars.errors import UsageError
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+RUN_EXAMPLES = """\
+examples:
+  stackwars run                                   the quick suite on every installed stack
+  stackwars run --suite seed-blog --json out.json seed 000's GEMM and SELU at full size
+  stackwars run --workload gemm --param n=256,1024 --stacks numpy,jax:jit,torch:*
+  stackwars run --workload poly --param n=64..4096:x2 --stacks numpy,jax:jit
+  stackwars run --workload-file my_workloads.py --workload my_op
+
+Each cell runs in a fresh worker process. Every cell's result is stored in the results
+store (--db) the moment it ends; Ctrl-C keeps what finished and marks the run interrupted.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_BAD_INPUT, f"stackwars: error: {message}; see '{self.prog} --help'\n")
+
+
+def _add_run(subparsers: argparse._SubParsersAction[_Parser]) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="measure cells (default: the quick suite)",
+        description="Measure workloads on stacks, one fresh worker per cell.",
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    what = run.add_argument_group("what to run")
+    choice = what.add_mutually_exclusive_group()
+    choice.add_argument("--suite", help="a named suite (see 'stackwars list suites')")
+    choice.add_argument("--workload", help="one workload (see 'stackwars list workloads')")
+    what.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="workload parameter values; a list or a range lo..hi:x2 expands into one cell each",
+    )
+    what.add_argument("--stacks", help="comma list of framework:mode; 'torch' means every mode")
+    what.add_argument("--device", default="cpu", help="cpu, gpu, gpu:1 or tpu (default cpu)")
+    what.add_argument("--to-host", action="store_true", help="time the copy of results to host")
+    what.add_argument(
+        "--workload-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a Python file that registers more workloads",
+    )
+    _add_run_limits(run)
+    _add_run_output(run)
+
+
+def _add_run_limits(run: argparse.ArgumentParser) -> None:
+    limits = run.add_argument_group("limits and fairness")
+    limits.add_argument("--timeout", type=float, metavar="S", help="per cell, seconds (900)")
+    limits.add_argument(
+        "--memory-budget",
+        metavar="SIZE",
+        help="per worker, e.g. 8GiB (default: 75%% of available memory)",
+    )
+    limits.add_argument(
+        "--target-ci",
+        type=float,
+        metavar="PCT",
+        help="stop when the 95%% CI of the median is within PCT %% (1)",
+    )
+    limits.add_argument(
+        "--budget",
+        type=float,
+        metavar="S",
+        help="steady-state time budget per cell, seconds (10; quick: 1)",
+    )
+    limits.add_argument(
+        "--cache",
+        default="cold",
+        choices=("cold", "warm", "pristine"),
+        help="compile caches: fresh per cell (cold), shared (warm), or fresh "
+        "including toolchain artifacts such as Inductor's headers (pristine)",
+    )
+    limits.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="threads per framework (default: the framework's own)",
+    )
+    limits.add_argument(
+        "--x64",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="JAX 64-bit: auto turns it on for float64 cells",
+    )
+    limits.add_argument("--seed", type=int, default=0, help="input seed (0)")
+
+
+def _add_run_output(run: argparse.ArgumentParser) -> None:
+    output = run.add_argument_group("output")
+    output.add_argument("--json", metavar="PATH", help="also write the run as JSON, kept current")
+    output.add_argument(
+        "--db", metavar="PATH", help="results store (default $STACKWARS_DB or ./stackwars.sqlite)"
+    )
+    output.add_argument("--markdown", metavar="PATH", help="also write the tables as markdown")
+    output.add_argument("--strict", action="store_true", help="exit 1 when a cell is not ok")
+    output.add_argument("--quiet", action="store_true", help="no progress, only the tables")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="stackwars",
+        description=(
+            "Run the same work on NumPy, JAX, PyTorch and TensorFlow in every execution mode, "
+            "and report first run, runs to steady state, steady state with its uncertainty, "
+            "memory and parity."
+        ),
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_run(subparsers)
+    listing = subparsers.add_parser("list", help="list workloads, stacks or suites")
+    listing.add_argument("what", choices=("workloads", "stacks", "suites"))
+    listing.add_argument("--workload-file", action="append", default=[], metavar="PATH")
+    subparsers.add_parser("env", help="this machine and the installed framework versions")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = args.command or "run"
+    if args.command is None:
+        args = build_parser().parse_args(["run"])
+    try:
+        return commands.dispatch(command, args, list(sys.argv if argv is None else argv))
+    except UsageError as exc:
+        print(f"stackwars: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("stackwars: interrupted; finished cells are stored", file=sys.stderr)
+        return EXIT_INTERRUPTED

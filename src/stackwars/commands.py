@@ -1,0 +1,187 @@
+"""What each command does, given parsed arguments. Returns the exit status."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from stackwars import workloads
+from stackwars.config import RunOptions, default_memory_budget, parse_device, parse_size
+from stackwars.errors import UsageError
+from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, missing_reason
+from stackwars.frameworks import parse_stacks as parse_stack_list
+from stackwars.report.progress import Progress
+from stackwars.report.table import build_tables, render_markdown, render_rich
+from stackwars.results import metadata, store
+from stackwars.results.run import Run, new_run_id, now
+from stackwars.results.schema import Cell
+from stackwars.runner import plan, session
+from stackwars.runner.protocol import CellSpec
+from stackwars.suites import SUITES, get_suite
+from stackwars.timing.timer import TimingConfig
+
+EXIT_NOT_ALL_OK = 1
+
+
+def dispatch(command: str, args: argparse.Namespace, argv: list[str]) -> int:
+    handlers = {"run": run, "list": list_things, "env": env}
+    return handlers[command](args, argv)
+
+
+def timing_config(args: argparse.Namespace, overrides: dict[str, float]) -> TimingConfig:
+    values: dict[str, Any] = dict(overrides)
+    if args.target_ci is not None:
+        if not 0 < args.target_ci < 100:
+            raise UsageError(f"--target-ci {args.target_ci} must be a percentage in (0, 100)")
+        values["target_rel_ci"] = args.target_ci / 100
+    if args.budget is not None:
+        if args.budget <= 0:
+            raise UsageError(f"--budget {args.budget} must be a positive number of seconds")
+        values["steady_budget_s"] = args.budget
+    return dataclasses.replace(TimingConfig(), **values)
+
+
+def run_options(args: argparse.Namespace, overrides: dict[str, float]) -> RunOptions:
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout {args.timeout} must be a positive number of seconds")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads {args.threads} must be at least 1")
+    budget = parse_size(args.memory_budget) if args.memory_budget else default_memory_budget()
+    return RunOptions(
+        device=parse_device(args.device),
+        timeout_s=args.timeout or RunOptions.timeout_s,
+        memory_budget=budget,
+        cache=args.cache,
+        threads=args.threads,
+        x64=args.x64,
+        seed=args.seed,
+        timing=timing_config(args, overrides),
+        workload_files=tuple(str(Path(p).resolve()) for p in args.workload_file),
+    )
+
+
+def chosen_cells(args: argparse.Namespace, device: str) -> tuple[list[CellSpec], dict[str, float]]:
+    """The cells asked for, and the suite's timing overrides (none for a single workload)."""
+    stacks = parse_stack_list(args.stacks) if args.stacks else None
+    if args.workload:
+        workload = workloads.get(args.workload)
+        values = plan.parse_param_args(workload, args.param)
+        cells = plan.cells_for(workload, values, stacks or all_stacks(), device)
+        overrides: dict[str, float] = {}
+    else:
+        if args.param:
+            raise UsageError("--param needs --workload; a suite fixes its own parameters")
+        suite = get_suite(args.suite or "quick")
+        cells, overrides = plan.suite_cells(suite, stacks, device), suite.timing
+    if args.to_host:
+        cells = [dataclasses.replace(cell, to_host=True) for cell in cells]
+    if not cells:
+        raise UsageError("nothing to run: the stacks chosen do not meet the suite's stacks")
+    return cells, overrides
+
+
+def run(args: argparse.Namespace, argv: list[str]) -> int:
+    for path in args.workload_file:
+        workloads.load_workload_file(path)
+    cells, overrides = chosen_cells(args, parse_device(args.device))
+    options = run_options(args, overrides)
+    planned = plan.plan(cells, options.memory_budget)
+    results = store.Store(store.default_path(args.db))
+    record = Run(
+        id=new_run_id(),
+        started=now(),
+        machine={**metadata.machine_info(), "blas_env": metadata.blas_environment()},
+        versions=metadata.framework_versions(),
+        argv=argv,
+        options=_jsonable(options),
+    )
+    results.begin_run(record)
+    json_path = Path(args.json) if args.json else None
+    sinks: list[session.Sink] = [results.add_cell]
+    if json_path:
+        sinks.append(lambda current, _cell: current.write_json(json_path))
+    console = Console()
+    try:
+        with Progress(total=len(planned), quiet=args.quiet) as progress:
+            session.execute(planned, options, record, sinks, progress)
+    finally:
+        results.finish_run(record)
+        if json_path:
+            record.write_json(json_path)
+    _report(console, record, args, results.path)
+    strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
+    return EXIT_NOT_ALL_OK if strict_failure else 0
+
+
+def _report(console: Console, record: Run, args: argparse.Namespace, db: Path) -> None:
+    tables = build_tables(record.cells)
+    console.print(render_rich(tables))
+    if args.markdown:
+        Path(args.markdown).write_text(render_markdown(tables), encoding="utf-8")
+    counts = _status_counts(record.cells)
+    console.print(f"run {record.id}: {counts}; stored in {db}")
+
+
+def _status_counts(cells: list[Cell]) -> str:
+    counts: dict[str, int] = {}
+    for cell in cells:
+        counts[cell.status] = counts.get(cell.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in counts.items()) or "no cells"
+
+
+def _jsonable(options: RunOptions) -> dict[str, Any]:
+    data = dataclasses.asdict(options)
+    data["cache_root"] = str(options.cache_root) if options.cache_root else None
+    return data
+
+
+def list_things(args: argparse.Namespace, argv: list[str]) -> int:
+    for path in args.workload_file:
+        workloads.load_workload_file(path)
+    console = Console()
+    listers = {"workloads": _workload_table, "stacks": _stack_table, "suites": _suite_table}
+    console.print(listers[args.what]())
+    return 0
+
+
+def _workload_table() -> Table:
+    table = Table("workload", "parameters (default)", "frameworks", "description")
+    for workload in workloads.registry().values():
+        params = ", ".join(f"{p.name}={p.default}" for p in workload.params)
+        table.add_row(
+            workload.name, params, ", ".join(workload.implementations), workload.description
+        )
+    return table
+
+
+def _stack_table() -> Table:
+    table = Table("stack", "installed", "version", "devices", "why not")
+    for stack in all_stacks():
+        reason = missing_reason(stack.framework)
+        info = FRAMEWORKS[stack.framework]
+        table.add_row(
+            str(stack),
+            "no" if reason else "yes",
+            installed_version(stack.framework) or "-",
+            ", ".join(info.devices),
+            reason or "",
+        )
+    return table
+
+
+def _suite_table() -> Table:
+    table = Table("suite", "cells", "description")
+    for suite in SUITES.values():
+        count = len(plan.suite_cells(suite, None, "cpu"))
+        table.add_row(suite.name, str(count), suite.description)
+    return table
+
+
+def env(args: argparse.Namespace, argv: list[str]) -> int:
+    Console().print(metadata.render_env(metadata.collect_env()))
+    return 0

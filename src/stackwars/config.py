@@ -1,0 +1,72 @@
+"""Run settings: frozen dataclasses with their defaults, and parsing of sizes and devices."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from stackwars.errors import UnknownNameError, UsageError
+from stackwars.timing.timer import TimingConfig
+
+DEVICE_KINDS = ("cpu", "gpu", "tpu")
+CACHE_MODES = ("cold", "warm", "pristine")
+X64_MODES = ("auto", "on", "off")
+DEFAULT_TIMEOUT_S = 900.0
+# Leave room for the parent, the OS page cache and whatever else shares the machine.
+DEFAULT_BUDGET_SHARE = 0.75
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """'8GiB', '512M', '1.5g', '1000000' -> bytes (binary units; the 'i' and 'B' are optional)."""
+    match = _SIZE.match(text)
+    if not match:
+        raise UsageError(
+            f"memory size {text!r} is not understood; write a number with an optional unit, "
+            "e.g. 8GiB, 512MiB, 2G"
+        )
+    number, unit = float(match.group(1)), (match.group(2) or "").lower()
+    return int(number * _UNITS[unit[:1]])
+
+
+def default_memory_budget() -> int:
+    """A safe share of this machine's memory: of what is available now, not of the total."""
+    memory = psutil.virtual_memory()
+    return int(min(memory.total, memory.available) * DEFAULT_BUDGET_SHARE)
+
+
+def parse_device(text: str) -> str:
+    """'cpu', 'gpu', 'gpu:1', 'tpu' -> normalised device name."""
+    kind, _, index = text.strip().lower().partition(":")
+    if kind not in DEVICE_KINDS or (index and not index.isdigit()):
+        raise UnknownNameError(
+            "device", text, DEVICE_KINDS, "write cpu, gpu, tpu, or an index such as gpu:1"
+        )
+    return f"{kind}:{int(index)}" if index else kind
+
+
+def choose(kind: str, text: str, allowed: tuple[str, ...]) -> str:
+    if text not in allowed:
+        raise UnknownNameError(kind, text, allowed)
+    return text
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything about how a run executes, apart from which cells it has."""
+
+    device: str = "cpu"
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_budget: int = field(default_factory=default_memory_budget)
+    cache: str = "cold"
+    threads: int | None = None
+    x64: str = "auto"
+    seed: int = 0
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    workload_files: tuple[str, ...] = ()
+    cache_root: Path | None = None  # where compile caches live; a temporary folder when None

@@ -1,0 +1,125 @@
+"""The framework registry: static facts about each framework, and stack names.
+
+Frameworks are few, so the registry is one explicit table. Nothing here imports a framework:
+availability is decided with ``importlib.util.find_spec`` and package metadata, and the
+implementation class is imported only when a worker asks for it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
+
+from stackwars.errors import UnknownNameError
+from stackwars.frameworks.base import Framework, FrameworkInfo
+
+FRAMEWORKS: dict[str, FrameworkInfo] = {
+    info.name: info
+    for info in (
+        FrameworkInfo(
+            name="numpy",
+            modes=("eager",),
+            import_name="numpy",
+            extra="numpy",
+            implementation="stackwars.frameworks.numpy:NumpyFramework",
+            distributions=("numpy",),
+        ),
+        FrameworkInfo(
+            name="jax",
+            modes=("eager", "jit"),
+            import_name="jax",
+            extra="jax",
+            implementation="stackwars.frameworks.jax:JaxFramework",
+            devices=("cpu", "gpu", "tpu"),
+            distributions=("jax", "jaxlib"),
+        ),
+        FrameworkInfo(
+            name="torch",
+            modes=("eager", "compile"),
+            import_name="torch",
+            extra="torch",
+            implementation="stackwars.frameworks.torch:TorchFramework",
+            devices=("cpu", "gpu"),
+            distributions=("torch",),
+        ),
+        FrameworkInfo(
+            name="tensorflow",
+            modes=("eager", "graph", "xla"),
+            import_name="tensorflow",
+            extra="tensorflow",
+            implementation="stackwars.frameworks.tensorflow:TensorflowFramework",
+            devices=("cpu", "gpu", "tpu"),
+            distributions=("tensorflow-cpu", "tensorflow", "keras"),
+        ),
+    )
+}
+
+
+@dataclass(frozen=True, order=True)
+class Stack:
+    """A framework and a mode: the thing being compared, written ``framework:mode``."""
+
+    framework: str
+    mode: str
+
+    def __str__(self) -> str:
+        return f"{self.framework}:{self.mode}"
+
+    @property
+    def info(self) -> FrameworkInfo:
+        return FRAMEWORKS[self.framework]
+
+
+def all_stacks() -> list[Stack]:
+    return [Stack(info.name, mode) for info in FRAMEWORKS.values() for mode in info.modes]
+
+
+def parse_stack(text: str) -> Stack:
+    """``"jax:jit"`` -> Stack; a bare framework name is refused (say which mode)."""
+    allowed = [str(stack) for stack in all_stacks()]
+    framework, _, mode = text.strip().partition(":")
+    info = FRAMEWORKS.get(framework)
+    if info is None or mode not in info.modes:
+        raise UnknownNameError(
+            "stack", text, allowed, "write framework:mode, see 'stackwars list stacks'"
+        )
+    return Stack(framework, mode)
+
+
+def parse_stacks(text: str) -> list[Stack]:
+    """A comma list of stacks; ``framework:*`` or a bare framework name means all its modes."""
+    stacks: list[Stack] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name = item.removesuffix(":*")
+        if name in FRAMEWORKS and ":" not in name:
+            stacks.extend(Stack(name, mode) for mode in FRAMEWORKS[name].modes)
+        else:
+            stacks.append(parse_stack(item))
+    return list(dict.fromkeys(stacks))
+
+
+def missing_reason(framework: str) -> str | None:
+    """Why a framework cannot be imported here, with the fix; None when it is installed."""
+    info = FRAMEWORKS[framework]
+    if importlib.util.find_spec(info.import_name) is None:
+        return f"{info.name} is not installed; fix: {info.install_hint()}"
+    return None
+
+
+def installed_version(framework: str) -> str | None:
+    for distribution in FRAMEWORKS[framework].distributions:
+        try:
+            return importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def load_framework(name: str) -> Framework:
+    """Import and instantiate a framework implementation (workers only)."""
+    module_name, _, class_name = FRAMEWORKS[name].implementation.partition(":")
+    module = importlib.import_module(module_name)
+    framework: Framework = getattr(module, class_name)()
+    return framework

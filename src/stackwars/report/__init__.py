@@ -1,0 +1,1 @@
+"""Presentation of results: tables for the terminal and for markdown, and run progress."""

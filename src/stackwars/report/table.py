@@ -1,0 +1,279 @@
+"""Result tables: cells grouped per workload, one row per stack, drawn for a terminal or markdown.
+
+Building a table is kept apart from drawing it, as in ``torch.utils.benchmark``'s Compare:
+:func:`build_tables` is a pure function from cells to :class:`Table` values holding display
+strings, and the renderers only lay those strings out. The columns mirror the seed's tables
+(First Run | Second Run | Avg Steady State) and add what an honest comparison needs: how many
+runs it took to reach steady state, the confidence interval, memory, parity and speed-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from stackwars.results.schema import Cell, Parity
+
+COLUMNS = (
+    "Stack",
+    "First run",
+    "Second run",
+    "Runs to steady",
+    "Steady median",
+    "GFLOP/s",
+    "Peak memory",
+    "Parity",
+    "Speed-up",
+)
+_PARITY = COLUMNS.index("Parity") - 1  # index into Row.values, which has no Stack column
+UNSTABLE_MARK = "~"
+UNSTABLE_NOTE = f"{UNSTABLE_MARK} not stable: CI target not reached within the time budget"
+TERMINAL_REASON_CHARS = 60
+
+_TIME_UNITS = ((1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s"))
+_TIMES = "\N{MULTIPLICATION SIGN}"  # written by name: ruff flags the glyph as ambiguous
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+_FAILURE_STYLES = {"unsupported": "dim", "timeout": "yellow"}  # others: red
+
+
+@dataclass(frozen=True)
+class Row:
+    """One stack's line: its label, outcome, and one display string per column after Stack."""
+
+    stack: str
+    status: str
+    reason: str
+    values: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def texts(self, reason_chars: int | None = None) -> tuple[str, ...]:
+        """Every column's text; a failed row shows its status and reason where numbers go."""
+        if self.ok:
+            return (self.stack, *self.values)
+        reason = " ".join(self.reason.split())
+        if reason_chars is not None:
+            reason = shorten(reason, reason_chars)
+        failure = f"{self.status.upper()}: {reason}" if reason else self.status.upper()
+        return (self.stack, failure, *self.values[1:])
+
+
+@dataclass(frozen=True)
+class Table:
+    """The rows of one workload with one set of parameters on one device, and their notes."""
+
+    workload: str
+    params: dict[str, Any]
+    device: str
+    rows: tuple[Row, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def title(self) -> str:
+        params = ", ".join(f"{key}={value}" for key, value in self.params.items())
+        return f"{self.workload}({params}) @ {self.device}"
+
+
+def build_tables(cells: Iterable[Cell]) -> list[Table]:
+    """One table per (workload, params, device) in first-seen order, rows in cell order.
+
+    A cell measured twice (a re-run of the same key) replaces the earlier one in place.
+    """
+    groups: dict[tuple[str, str, str], dict[tuple[str, str, str, str, bool], Cell]] = {}
+    for cell in cells:
+        workload, params, _stack, device, _to_host = key = cell.key()
+        groups.setdefault((workload, params, device), {})[key] = cell
+    return [_build_table(list(group.values())) for group in groups.values()]
+
+
+def _build_table(cells: list[Cell]) -> Table:
+    baseline = next((cell for cell in cells if _median(cell) is not None), None)
+    rows = tuple(_row(cell, baseline) for cell in cells)
+    first = cells[0]
+    return Table(first.workload, dict(first.params), first.device, rows, _notes(cells, baseline))
+
+
+def _median(cell: Cell) -> float | None:
+    """The steady median when the cell may be compared on speed, else None."""
+    median = cell.steady.median_s
+    if cell.status != "ok" or median is None or median <= 0:
+        return None
+    return median
+
+
+def stack_label(cell: Cell) -> str:
+    return f"{cell.stack} →host" if cell.to_host else cell.stack
+
+
+def _row(cell: Cell, baseline: Cell | None) -> Row:
+    parity = format_parity(cell.parity)
+    if cell.status != "ok":
+        # Numbers from a failed or wrong computation are not shown: they would invite comparison.
+        blanks = ("",) * (len(COLUMNS) - 1)
+        values = (*blanks[:_PARITY], parity, *blanks[_PARITY + 1 :])
+        return Row(stack_label(cell), cell.status, cell.reason, values)
+    values = (
+        format_seconds(cell.times.first_run_s),
+        format_seconds(cell.times.second_run_s),
+        "" if cell.runs_to_steady is None else str(cell.runs_to_steady),
+        format_steady(cell),
+        "" if cell.gflops is None else _three_digits(cell.gflops),
+        format_bytes(cell.memory.peak_rss_bytes),
+        parity,
+        _speed_up(cell, baseline),
+    )
+    return Row(stack_label(cell), cell.status, cell.reason, values)
+
+
+def _speed_up(cell: Cell, baseline: Cell | None) -> str:
+    median = _median(cell)
+    base = None if baseline is None else _median(baseline)
+    if median is None or base is None:
+        return ""
+    return f"{_three_digits(base / median)}{_TIMES}"
+
+
+def _notes(cells: list[Cell], baseline: Cell | None) -> tuple[str, ...]:
+    notes: list[str] = []
+    if baseline is not None and sum(_median(cell) is not None for cell in cells) > 1:
+        notes.append(
+            f"speed-up: steady median of {stack_label(baseline)} ÷ the row's"
+            f" (above 1{_TIMES} is faster)"
+        )
+    if any(cell.status == "ok" and not cell.steady.stable for cell in cells):
+        notes.append(UNSTABLE_NOTE)
+    notes.extend(f"{stack_label(cell)}: {warning}" for cell in cells for warning in cell.warnings)
+    return tuple(notes)
+
+
+def _three_digits(value: float) -> str:
+    """Three significant digits without scientific notation (four for values of 1000 up)."""
+    rounded = float(f"{value:.3g}")
+    if rounded >= 100:
+        return f"{value:.0f}"
+    if rounded >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def format_seconds(seconds: float | None) -> str:
+    """``0.000123`` -> ``"123 µs"``; ``None`` -> ``""``."""
+    if seconds is None:
+        return ""
+    # Pick the unit from the rounded value so that 999.96 µs is written 1.00 ms, not 1000 µs.
+    rounded = float(f"{seconds:.3g}")
+    scale, unit = next(
+        ((scale, unit) for scale, unit in reversed(_TIME_UNITS) if rounded >= scale),
+        _TIME_UNITS[0],
+    )
+    return f"{_three_digits(seconds / scale)} {unit}"
+
+
+def format_bytes(count: float | None) -> str:
+    """``1536 * 2**20`` -> ``"1.50 GiB"``; ``None`` -> ``""``."""
+    if count is None:
+        return ""
+    value, index = float(count), 0
+    while float(f"{value:.3g}") >= 1000 and index < len(_BYTE_UNITS) - 1:
+        value /= 1024
+        index += 1
+    return f"{count:.0f} B" if index == 0 else f"{_three_digits(value)} {_BYTE_UNITS[index]}"
+
+
+def format_steady(cell: Cell) -> str:
+    """The steady median with the half-width of its 95 % CI, marked when not stable."""
+    steady = cell.steady
+    if steady.median_s is None:
+        return ""
+    text = format_seconds(steady.median_s)
+    if steady.ci95_low_s is not None and steady.ci95_high_s is not None and steady.median_s > 0:
+        half = (steady.ci95_high_s - steady.ci95_low_s) / 2 / steady.median_s * 100
+        text += f" ± {_percent(half)}"
+    return text if steady.stable else f"{UNSTABLE_MARK}{text}"
+
+
+def _percent(value: float) -> str:
+    if value >= 10:
+        return f"{value:.0f}%"
+    return f"{value:.1f}%" if value >= 0.1 else "<0.1%"
+
+
+def format_parity(parity: Parity) -> str:
+    """``ok``, ``MISMATCH max rel 3e-2``, plus ``(f32≠f64)`` when the computed dtype differs."""
+    if parity.ok is None:
+        return ""
+    text = "ok" if parity.ok else "MISMATCH"
+    if not parity.ok and parity.max_rel_err is not None:
+        mantissa, _, exponent = f"{parity.max_rel_err:.0e}".partition("e")
+        text += f" max rel {mantissa}e{int(exponent)}"
+    computed, requested = parity.computed_dtype, parity.requested_dtype
+    if computed and requested and computed != requested:
+        text += f" ({_short_dtype(computed)}≠{_short_dtype(requested)})"
+    return text
+
+
+def _short_dtype(name: str) -> str:
+    return name.replace("bfloat", "bf").replace("float", "f").replace("complex", "c")
+
+
+def shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def render_rich(tables: Iterable[Table]) -> RenderableType:
+    """The tables for a terminal, notes as captions; failure reasons are shortened."""
+    return Group(*(_rich_table(table) for table in tables))
+
+
+def _rich_table(table: Table) -> RichTable:
+    rich_table = RichTable(
+        title=table.title,
+        title_justify="left",
+        title_style="bold",
+        caption="\n".join(table.notes) or None,
+        caption_justify="left",
+    )
+    for name in COLUMNS:
+        justify = "left" if name in ("Stack", "Parity") else "right"
+        rich_table.add_column(name, justify=justify)
+    for row in table.rows:
+        texts = row.texts(TERMINAL_REASON_CHARS)
+        if row.ok:
+            rich_table.add_row(*texts)
+            continue
+        style = _FAILURE_STYLES.get(row.status, "red")
+        failure = Text(texts[1], style=style, justify="left")
+        rich_table.add_row(Text(texts[0], style=style), failure, *texts[2:])
+    return rich_table
+
+
+def render_markdown(tables: Iterable[Table]) -> str:
+    """GitHub markdown: a ``###`` heading per table, the table, its notes as a list."""
+    return "\n\n".join(_markdown_table(table) for table in tables) + "\n"
+
+
+def _markdown_table(table: Table) -> str:
+    align = ["---" if name in ("Stack", "Parity") else "---:" for name in COLUMNS]
+    lines = [f"### {_escape(table.title)}", "", _markdown_line(COLUMNS), _markdown_line(align)]
+    lines.extend(_markdown_line(row.texts()) for row in table.rows)
+    if table.notes:
+        lines.append("")
+        lines.extend(f"- {_escape(note)}" for note in table.notes)
+    return "\n".join(lines)
+
+
+def _markdown_line(texts: Iterable[str]) -> str:
+    return "| " + " | ".join(_escape(text) for text in texts) + " |"
+
+
+def _escape(text: str) -> str:
+    # A pipe ends a cell and a newline ends the table; reasons (stderr tails) contain both.
+    # GitHub reads a pair of single tildes as strike-through, and "~" marks unstable rows.
+    return " ".join(text.split()).replace("|", "\\|").replace("~", "\\~")

@@ -1,0 +1,1 @@
+"""Results: the versioned schema, machine metadata, and where results are written."""

@@ -1,0 +1,143 @@
+"""The versioned result format: a run and its cells, as written to JSON and to the store.
+
+Field names are a public contract: users' scripts read them. Add fields freely; rename or
+remove one only with a new version and a migration.
+
+History of SCHEMA_VERSION:
+
+* 1 (2026-11-22): first version: run metadata, cells with times, first-run breakdown, warm-up
+  runs, steady-state statistics with raw samples, compiles, memory, CPU, parity, work, settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+STATUSES = ("ok", "mismatch", "oom", "timeout", "error", "unsupported")
+
+
+@dataclass
+class Times:
+    import_s: float | None = None
+    init_s: float | None = None
+    transfer_s: float | None = None
+    setup_s: float | None = None
+    first_run_s: float | None = None
+    second_run_s: float | None = None
+    dispatch_s: float | None = None  # per call, without synchronisation; async stacks only
+
+
+@dataclass
+class Steady:
+    median_s: float | None = None
+    ci95_low_s: float | None = None
+    ci95_high_s: float | None = None
+    iqr_s: float | None = None
+    mad_s: float | None = None
+    min_s: float | None = None
+    mean_s: float | None = None
+    std_s: float | None = None
+    blocks: int = 0
+    inner_loops: int = 0
+    stable: bool = False
+    samples_s: list[float] = field(default_factory=list)  # per-call time of each block
+
+
+@dataclass
+class Compiles:
+    first_run: int | None = None
+    steady: int | None = None
+
+
+@dataclass
+class Memory:
+    peak_rss_bytes: int | None = None  # the worker process's own peak (ru_maxrss)
+    device_peak_bytes: int | None = None
+    rss_after_import_bytes: int | None = None  # peak once the framework was up, before data
+    peak_tree_rss_bytes: int | None = None  # worker and its children, polled by the parent
+
+
+@dataclass
+class Cpu:
+    user_s_per_call: float | None = None
+    sys_s_per_call: float | None = None
+    page_faults_per_call: float | None = None
+
+
+@dataclass
+class Parity:
+    ok: bool | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    computed_dtype: str | None = None
+    requested_dtype: str | None = None
+
+
+@dataclass
+class WorkCounts:
+    flops: float | None = None
+    bytes: float | None = None
+
+
+@dataclass
+class Cell:
+    """One measurement: workload + parameters + stack + device (+ whether results go to host)."""
+
+    workload: str
+    params: dict[str, Any]
+    stack: str
+    device: str = "cpu"
+    to_host: bool = False
+    status: str = "error"
+    reason: str = ""
+    times: Times = field(default_factory=Times)
+    first_run_breakdown: dict[str, float] = field(default_factory=dict)
+    runs_to_steady: int | None = None
+    warmup_s: list[float] = field(default_factory=list)  # every run before steady state
+    steady: Steady = field(default_factory=Steady)
+    compiles: Compiles = field(default_factory=Compiles)
+    memory: Memory = field(default_factory=Memory)
+    cpu: Cpu = field(default_factory=Cpu)
+    parity: Parity = field(default_factory=Parity)
+    work: WorkCounts = field(default_factory=WorkCounts)
+    gflops: float | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    wall_s: float | None = None  # the worker's whole life, seen from the parent
+
+    def key(self) -> tuple[str, str, str, str, bool]:
+        params = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params))
+        return (self.workload, params, self.stack, self.device, self.to_host)
+
+    def label(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        host = " →host" if self.to_host else ""
+        return f"{self.workload}({params}) on {self.stack}{host} @ {self.device}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Cell:
+        nested = {
+            "times": Times,
+            "steady": Steady,
+            "compiles": Compiles,
+            "memory": Memory,
+            "cpu": Cpu,
+            "parity": Parity,
+            "work": WorkCounts,
+        }
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        for name, kind in nested.items():
+            if isinstance(values.get(name), dict):
+                kind_fields = {f.name for f in dataclasses.fields(kind)}
+                values[name] = kind(**{k: v for k, v in values[name].items() if k in kind_fields})
+        return cls(**values)

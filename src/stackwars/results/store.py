@@ -1,0 +1,125 @@
+"""The results store: a SQLite file where every run and cell lands the moment it ends.
+
+Location: ``--db PATH``, else the ``STACKWARS_DB`` environment variable, else
+``stackwars.sqlite`` in the working directory. Each cell is stored as its full JSON (the
+schema in ``schema.py``) next to a few indexed columns for listing and lookup.
+
+History of STORE_VERSION (the layout of the tables, apart from the JSON they hold):
+
+* 1 (2026-11-22): tables meta, runs, cells.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from stackwars.errors import UsageError
+from stackwars.results.jsonio import dump
+from stackwars.results.run import Run
+from stackwars.results.schema import Cell
+
+STORE_VERSION = 1
+DEFAULT_DB = "stackwars.sqlite"
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY, started TEXT NOT NULL, finished TEXT, status TEXT NOT NULL,
+    header TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cells (
+    run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL,
+    workload TEXT NOT NULL, params TEXT NOT NULL, stack TEXT NOT NULL, device TEXT NOT NULL,
+    to_host INTEGER NOT NULL, status TEXT NOT NULL, median_s REAL, data TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE INDEX IF NOT EXISTS cells_by_workload ON cells (workload, stack);
+"""
+
+
+def default_path(explicit: str | None = None) -> Path:
+    return Path(explicit or os.environ.get("STACKWARS_DB") or DEFAULT_DB)
+
+
+class Store:
+    """Runs and cells in one SQLite file; each write is its own committed transaction."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with self._connect() as db:
+            self._check_version(db)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=30)
+        try:
+            with db:
+                yield db
+        finally:
+            db.close()
+
+    def _check_version(self, db: sqlite3.Connection) -> None:
+        db.executescript(_TABLES)
+        row = db.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
+        if row is None:
+            db.execute("INSERT INTO meta VALUES ('store_version', ?)", (str(STORE_VERSION),))
+        elif int(row[0]) > STORE_VERSION:
+            raise UsageError(
+                f"results store {self.path} was written by a newer stackwars (store version "
+                f"{row[0]}, this one reads up to {STORE_VERSION}); upgrade stackwars or use "
+                "another --db"
+            )
+
+    def begin_run(self, run: Run) -> None:
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)",
+                (run.id, run.started, run.finished, run.status, dump(run.header())),
+            )
+
+    def add_cell(self, run: Run, cell: Cell) -> None:
+        with self._connect() as db:
+            seq = db.execute("SELECT COUNT(*) FROM cells WHERE run_id = ?", (run.id,)).fetchone()
+            db.execute(
+                "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.id,
+                    seq[0],
+                    cell.workload,
+                    json.dumps(cell.params, sort_keys=True),
+                    cell.stack,
+                    cell.device,
+                    int(cell.to_host),
+                    cell.status,
+                    cell.steady.median_s,
+                    dump(cell.to_dict()),
+                ),
+            )
+
+    def finish_run(self, run: Run) -> None:
+        with self._connect() as db:
+            db.execute(
+                "UPDATE runs SET finished = ?, status = ?, header = ? WHERE id = ?",
+                (run.finished, run.status, dump(run.header()), run.id),
+            )
+
+    def run_ids(self) -> list[str]:
+        with self._connect() as db:
+            return [row[0] for row in db.execute("SELECT id FROM runs ORDER BY started, id")]
+
+    def load_run(self, run_id: str) -> Run:
+        with self._connect() as db:
+            row = db.execute("SELECT header FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise UsageError(f"no run {run_id!r} in {self.path}; see 'stackwars runs'")
+            cells = db.execute(
+                "SELECT data FROM cells WHERE run_id = ? ORDER BY seq", (run_id,)
+            ).fetchall()
+        return Run.from_dict(
+            {"run": json.loads(row[0]), "cells": [json.loads(c[0]) for c in cells]}
+        )

@@ -1,0 +1,1 @@
+"""Running cells: planning, the worker process, and isolating it."""

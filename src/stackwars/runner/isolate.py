@@ -1,0 +1,157 @@
+"""Run one cell in a fresh worker process, under a wall-clock timeout and a memory budget.
+
+The parent never imports a framework. It polls the resident memory of the worker's whole
+process tree (Inductor compiles in child processes) and kills the tree when it passes the
+budget (``oom``) or the timeout (``timeout``). A worker that dies without a result is an
+``error`` with the tail of its output, or ``oom`` when the kernel killed it with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from stackwars.results.schema import Cell
+from stackwars.runner.protocol import Request
+
+POLL_S = 0.05
+OUTPUT_TAIL_CHARS = 3000
+
+
+@dataclass
+class Watch:
+    """What the parent saw of a worker while it ran."""
+
+    peak_tree_rss: int = 0
+    killed_for: str = ""  # "", "oom" or "timeout"
+    detail: str = ""
+
+
+def tree_rss(process: psutil.Process) -> int:
+    """Resident bytes of a process and all its descendants (0 once it is gone)."""
+    total = 0
+    try:
+        members = [process, *process.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for member in members:
+        try:
+            total += member.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
+
+
+def kill_tree(popen: subprocess.Popen[bytes]) -> None:
+    """Kill the worker's process group (the worker and every child it started)."""
+    try:
+        os.killpg(popen.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    popen.wait()
+
+
+def watch(popen: subprocess.Popen[bytes], timeout_s: float, budget_bytes: int) -> Watch:
+    seen = Watch()
+    process = psutil.Process(popen.pid)
+    deadline = time.monotonic() + timeout_s
+    while popen.poll() is None:
+        rss = tree_rss(process)
+        seen.peak_tree_rss = max(seen.peak_tree_rss, rss)
+        if rss > budget_bytes:
+            seen.killed_for = "oom"
+            seen.detail = (
+                f"resident memory {rss / 2**30:.2f} GiB passed the memory budget "
+                f"{budget_bytes / 2**30:.2f} GiB; the worker was killed "
+                "(raise it with --memory-budget, or use a smaller size)"
+            )
+        elif time.monotonic() > deadline:
+            seen.killed_for = "timeout"
+            seen.detail = (
+                f"still running after the {timeout_s:g} s timeout; raise it with --timeout"
+            )
+        if seen.killed_for:
+            kill_tree(popen)
+            break
+        time.sleep(POLL_S)
+    return seen
+
+
+def run_in_worker(request: Request, timeout_s: float, budget_bytes: int) -> Cell:
+    """Measure ``request.cell`` in a fresh worker; every outcome comes back as a Cell."""
+    with tempfile.TemporaryDirectory(prefix="stackwars-worker-") as scratch:
+        folder = Path(scratch)
+        request_path, result_path = folder / "request.json", folder / "result.json"
+        request_path.write_text(request.to_json(), encoding="utf-8")
+        output_path = folder / "output.txt"
+        started = time.monotonic()
+        with output_path.open("wb") as output:
+            popen = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "stackwars.runner.worker",
+                    str(request_path),
+                    str(result_path),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=folder,
+            )
+            try:
+                seen = watch(popen, timeout_s, budget_bytes)
+            finally:
+                # Whatever interrupted the parent, no worker is left running.
+                if popen.poll() is None:
+                    kill_tree(popen)
+        cell = _outcome(request, popen.returncode, seen, result_path, output_path)
+        cell.wall_s = time.monotonic() - started
+        cell.memory.peak_tree_rss_bytes = seen.peak_tree_rss
+        return cell
+
+
+def _outcome(
+    request: Request, returncode: int, seen: Watch, result_path: Path, output_path: Path
+) -> Cell:
+    spec = request.cell
+    if seen.killed_for:
+        return failed_cell(request, seen.killed_for, seen.detail)
+    if result_path.exists():
+        return Cell.from_dict(json.loads(result_path.read_text(encoding="utf-8")))
+    tail = output_path.read_text(encoding="utf-8", errors="replace")[-OUTPUT_TAIL_CHARS:]
+    if returncode == -signal.SIGKILL:
+        return failed_cell(
+            request, "oom", f"killed by SIGKILL from outside (the kernel's OOM killer?)\n{tail}"
+        )
+    how = (
+        f"killed by {signal.Signals(-returncode).name}"
+        if returncode < 0
+        else f"exited with status {returncode}"
+    )
+    return failed_cell(
+        request, "error", f"worker for {spec.label()} {how} without a result\n{tail}"
+    )
+
+
+def failed_cell(request: Request, status: str, reason: str) -> Cell:
+    spec = request.cell
+    return Cell(
+        workload=spec.workload,
+        params=dict(spec.params),
+        stack=spec.stack,
+        device=spec.device,
+        to_host=spec.to_host,
+        status=status,
+        reason=reason,
+    )

@@ -1,0 +1,60 @@
+"""Parity: does a stack's result agree with the float64 NumPy reference?
+
+Runs inside the worker, outside timing. Each result array is compared with its reference
+array: an element passes when ``|out - ref| <= atol + rtol * |ref|``, where ``rtol`` depends
+on the dtype the stack actually computed and ``atol`` is ``rtol`` times the RMS of the
+reference, so that elements near zero are judged against the size of the whole result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from stackwars.frameworks.base import flatten
+from stackwars.results.schema import Parity
+from stackwars.workloads.base import Workload
+
+
+def computed_dtype(arrays: list[np.ndarray]) -> str:
+    names = sorted({str(a.dtype) for a in arrays if np.issubdtype(a.dtype, np.inexact)})
+    return ",".join(names) or (str(arrays[0].dtype) if arrays else "none")
+
+
+def check(
+    workload: Workload, params: Mapping[str, Any], outputs: list[np.ndarray], reference: Any
+) -> tuple[Parity, str]:
+    """Parity of ``outputs`` against ``reference``; the reason is empty when they agree."""
+    expected = [np.asarray(r, dtype=np.float64) for r in flatten(reference)]
+    dtype = computed_dtype(outputs)
+    parity = Parity(computed_dtype=dtype, requested_dtype=params.get("dtype"))
+    if len(outputs) != len(expected):
+        parity.ok = False
+        return parity, f"returned {len(outputs)} arrays, the reference has {len(expected)}"
+    worst_abs = worst_rel = 0.0
+    failures = []
+    for index, (out, ref) in enumerate(zip(outputs, expected, strict=True)):
+        if out.shape != ref.shape:
+            parity.ok = False
+            return parity, f"output {index} has shape {out.shape}, the reference {ref.shape}"
+        scale = float(np.sqrt(np.mean(ref * ref))) if ref.size else 0.0
+        tolerance = workload.tolerance(params, str(out.dtype), scale)
+        error = np.abs(out.astype(np.float64) - ref)
+        if not np.all(np.isfinite(error)):
+            failures.append(f"output {index} has non-finite values")
+            worst_abs = worst_rel = float("inf")
+            continue
+        allowed = tolerance.atol + tolerance.rtol * np.abs(ref)
+        worst_abs = max(worst_abs, float(error.max(initial=0.0)))
+        worst_rel = max(worst_rel, float(error.max(initial=0.0)) / max(scale, 1e-300))
+        parity.rtol, parity.atol = tolerance.rtol, tolerance.atol
+        if np.any(error > allowed):
+            failures.append(
+                f"output {index}: {int(np.sum(error > allowed))} of {error.size} elements "
+                f"beyond atol={tolerance.atol:.2g}+rtol={tolerance.rtol:.2g}*|ref|"
+            )
+    parity.max_abs_err, parity.max_rel_err = worst_abs, worst_rel
+    parity.ok = not failures
+    return parity, "; ".join(failures)

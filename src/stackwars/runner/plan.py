@@ -1,0 +1,143 @@
+"""Planning: expand a suite or a workload with parameter lists into cells, and decide which
+cells cannot run here (and why) before any worker starts."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stackwars import workloads
+from stackwars.errors import BudgetError, ParameterError
+from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, missing_reason
+from stackwars.runner.protocol import CellSpec
+from stackwars.suites import Suite
+from stackwars.workloads.base import Workload
+
+# Resident memory of a worker that has imported and initialised the framework, before data
+# (measured on this project's reference machine, rounded up).
+FRAMEWORK_BASELINE_BYTES = {
+    "numpy": 100 * 2**20,
+    "jax": 400 * 2**20,
+    "torch": 600 * 2**20,
+    "tensorflow": 1000 * 2**20,
+}
+MAX_SWEEP_VALUES = 10_000
+_RANGE = re.compile(r"^(-?[\d.e+_]+)\.\.(-?[\d.e+_]+)(?::([x+*])([\d.e+_]+))?$")
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    spec: CellSpec
+    skip_reason: str = ""  # non-empty: the cell is reported unsupported without a worker
+
+
+def parse_values(workload: Workload, name: str, text: str) -> list[Any]:
+    """One ``--param`` value list: ``a,b,c`` or a range ``lo..hi:x2`` / ``lo..hi:+step``."""
+    param = workload.param(name)
+    values: list[Any] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        match = _RANGE.match(item)
+        if match:
+            values.extend(param.parse(str(v)) for v in _expand_range(name, item, match))
+        else:
+            values.append(param.parse(item))
+    if not values:
+        raise ParameterError(f"{name}= has no value; example: {name}={param.default}")
+    return list(dict.fromkeys(values))
+
+
+def _expand_range(name: str, text: str, match: re.Match[str]) -> list[Any]:
+    low, high = float(match.group(1)), float(match.group(2))
+    op, step = match.group(3) or "+", float(match.group(4) or 1)
+    if high < low or (op == "+" and step <= 0) or (op in "x*" and step <= 1):
+        raise ParameterError(
+            f"{name}={text!r} is not a valid range; write lo..hi:x2 (factor > 1) or "
+            "lo..hi:+step (step > 0) with lo <= hi"
+        )
+    values, value = [], low
+    while value <= high * (1 + 1e-12):
+        values.append(int(value) if value.is_integer() else value)
+        value = value * step if op in "x*" else value + step
+        if len(values) > MAX_SWEEP_VALUES:
+            raise ParameterError(f"{name}={text!r} expands to over {MAX_SWEEP_VALUES} values")
+    return values
+
+
+def parse_param_args(workload: Workload, args: Sequence[str]) -> dict[str, list[Any]]:
+    """``["n=256,512", "dtype=float32"]`` -> ``{"n": [256, 512], "dtype": ["float32"]}``."""
+    parsed: dict[str, list[Any]] = {}
+    for arg in args:
+        name, sep, text = arg.partition("=")
+        if not sep or not name.strip():
+            raise ParameterError(f"--param {arg!r} is not KEY=VALUE; example: --param n=256,512")
+        parsed[name.strip()] = parse_values(workload, name.strip(), text)
+    return parsed
+
+
+def combinations(values: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    names = list(values)
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values.values())]
+
+
+def cells_for(
+    workload: Workload,
+    values: Mapping[str, Sequence[Any]],
+    stacks: Iterable[Stack],
+    device: str,
+    to_host: Sequence[bool] = (False,),
+) -> list[CellSpec]:
+    stack_list = list(stacks)
+    return [
+        CellSpec(workload.name, workload.resolve(params), str(stack), device, host)
+        for params in combinations(values)
+        for stack in stack_list
+        for host in to_host
+    ]
+
+
+def suite_cells(suite: Suite, stacks: Sequence[Stack] | None, device: str) -> list[CellSpec]:
+    chosen = list(stacks) if stacks is not None else all_stacks()
+    cells: list[CellSpec] = []
+    for entry in suite.entries:
+        allowed = chosen if entry.stacks is None else [s for s in chosen if str(s) in entry.stacks]
+        workload = workloads.get(entry.workload)
+        cells.extend(cells_for(workload, entry.params, allowed, device, entry.to_host))
+    return cells
+
+
+def skip_reason(spec: CellSpec) -> str:
+    """Why a cell cannot run here, decided without importing any framework ('' if it can)."""
+    info = FRAMEWORKS[spec.framework]
+    missing = missing_reason(spec.framework)
+    if missing:
+        return missing
+    if spec.device.partition(":")[0] not in info.devices:
+        return f"{info.name} has no {spec.device} support here; devices: {', '.join(info.devices)}"
+    if spec.framework not in workloads.get(spec.workload).implementations:
+        return f"workload {spec.workload!r} has no {spec.framework} implementation"
+    return ""
+
+
+def predicted_bytes(spec: CellSpec) -> int:
+    workload = workloads.get(spec.workload)
+    return FRAMEWORK_BASELINE_BYTES[spec.framework] + workload.memory_bytes(spec.params)
+
+
+def check_budget(cells: Sequence[CellSpec], budget: int) -> None:
+    """Refuse, before running anything, cells predicted to need more than the budget."""
+    too_big = [(spec, predicted_bytes(spec)) for spec in cells if predicted_bytes(spec) > budget]
+    if too_big:
+        spec, need = max(too_big, key=lambda item: item[1])
+        raise BudgetError(
+            f"{len(too_big)} cell(s) cannot fit the memory budget of {budget / 2**30:.2f} GiB; "
+            f"the largest, {spec.label()}, needs about {need / 2**30:.2f} GiB; "
+            "use smaller parameters or raise --memory-budget"
+        )
+
+
+def plan(cells: Sequence[CellSpec], budget: int) -> list[PlannedCell]:
+    check_budget(cells, budget)
+    return [PlannedCell(spec, skip_reason(spec)) for spec in cells]

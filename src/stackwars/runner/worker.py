@@ -1,0 +1,246 @@
+"""The worker: measures one cell in a fresh process and writes its result (see protocol.py).
+
+Usage: ``python -m stackwars.runner.worker REQUEST.json RESULT.json``. This is the only
+process that imports a framework. Every failure of the work becomes a result with a status;
+the worker exits non-zero only when it cannot even write that result.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stackwars import workloads
+from stackwars.frameworks import FRAMEWORKS, load_framework
+from stackwars.frameworks.base import Framework, RunSettings
+from stackwars.results.jsonio import dump, write_atomically
+from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Steady, WorkCounts
+from stackwars.runner import parity
+from stackwars.runner.protocol import Request
+from stackwars.timing.timer import Measurement, Timer
+
+TRACEBACK_LINES = 25
+OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "OutOfMemoryError", "ResourceExhausted")
+
+
+class CellFailed(Exception):
+    """Ends a cell early with a status other than ok."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def peak_rss_bytes() -> int:
+    # Linux reports ru_maxrss in KiB.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def home_environment(settings: RunSettings) -> dict[str, str]:
+    """Keep the caches and config frameworks write under home inside this cell's folder; a
+    pristine cell also gets its own temporary folder, where Inductor keeps its headers."""
+    folder = Path(settings.cache_dir)
+    environment = {"KERAS_HOME": str(folder / "keras"), "MPLCONFIGDIR": str(folder / "mpl")}
+    if settings.cache == "pristine":
+        (folder / "tmp").mkdir(parents=True, exist_ok=True)
+        environment["TMPDIR"] = str(folder / "tmp")
+    return environment
+
+
+def timed(action: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    result = action()
+    return result, time.perf_counter() - start
+
+
+def classify(exc: BaseException) -> CellFailed:
+    """An exception from the work, as a status and a reason with the traceback's tail."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, MemoryError) or any(marker in text for marker in OOM_MARKERS):
+        return CellFailed("oom", text[:2000])
+    tail = "".join(traceback.format_exception(exc)[-TRACEBACK_LINES:])
+    return CellFailed("error", tail[-4000:])
+
+
+class CellRun:
+    """The timing protocol for one cell, stage by stage, filling ``self.cell``."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        spec = request.cell
+        self.cell = Cell(
+            workload=spec.workload,
+            params=dict(spec.params),
+            stack=spec.stack,
+            device=spec.device,
+            to_host=spec.to_host,
+        )
+        self.workload = workloads.get(spec.workload)
+        self.params = self.workload.resolve(spec.params)
+
+    def run(self) -> Cell:
+        try:
+            self._run()
+        except CellFailed as failed:
+            self.cell.status, self.cell.reason = failed.status, failed.reason
+        except Exception as exc:
+            failed = classify(exc)
+            self.cell.status, self.cell.reason = failed.status, failed.reason
+        self.cell.memory.peak_rss_bytes = peak_rss_bytes()
+        return self.cell
+
+    def _run(self) -> None:
+        spec, settings = self.request.cell, self.request.settings
+        builder = self.workload.implementations.get(spec.framework)
+        if builder is None:
+            raise CellFailed(
+                "unsupported", f"workload {spec.workload!r} has no {spec.framework} implementation"
+            )
+        framework = load_framework(spec.framework)
+        environment = {**home_environment(settings), **framework.environment(settings)}
+        os.environ.update(environment)
+        # tempfile caches the temporary folder; make it see a TMPDIR set just now.
+        tempfile.tempdir = None
+        times = self.cell.times
+        try:
+            _, times.import_s = timed(framework.load)
+        except ImportError as exc:
+            hint = FRAMEWORKS[spec.framework].install_hint()
+            raise CellFailed("unsupported", f"{exc}; fix: {hint}") from exc
+        effective, times.init_s = timed(lambda: framework.init(settings))
+        self.cell.settings = {
+            "environment": environment,
+            "framework": {**effective, **framework.runtime_settings()},
+            "run": vars(settings),
+            "timing": vars(self.request.timing),
+            "seed": self.request.seed,
+            "hold_outputs": framework.is_async() and not spec.to_host,
+        }
+        self.cell.memory.rss_after_import_bytes = peak_rss_bytes()
+        inputs = self.workload.make_inputs(self.params, self.request.seed)
+        arrays, times.transfer_s = timed(lambda: framework.to_device(inputs))
+        fn, times.setup_s = timed(lambda: framework.prepare(builder(self.params), spec.mode))
+        measurement = self._measure(framework, fn, arrays)
+        self._record(framework, measurement)
+        self.cell.memory.peak_rss_bytes = peak_rss_bytes()
+        self._check_parity(framework, fn, arrays, inputs)
+
+    def _measure(self, framework: Framework, fn: Callable[..., Any], arrays: Any) -> Measurement:
+        phases = self.cell.first_run_breakdown
+        if self.request.cell.to_host:
+            # The copy to host waits for the result, so it is the synchronisation.
+            def call() -> Any:
+                return framework.to_host(fn(*arrays))
+
+            def first() -> Any:
+                return framework.to_host(framework.first_call(fn, arrays))
+
+            sync: Callable[[Any], None] = lambda out: None  # noqa: E731
+        else:
+
+            def call() -> Any:
+                return fn(*arrays)
+
+            def first() -> Any:
+                return framework.first_call(fn, arrays)
+
+            sync = framework.sync
+        timer = Timer(
+            call,
+            sync,
+            config=self.request.timing,
+            first_call=first,
+            on_first_run=lambda total: phases.update(framework.first_run_phases(total)),
+            compile_count=framework.compile_count,
+            hold_outputs=framework.is_async() and not self.request.cell.to_host,
+        )
+        return timer.measure()
+
+    def _record(self, framework: Framework, m: Measurement) -> None:
+        cell, summary = self.cell, m.summary()
+        cell.times.first_run_s, cell.times.second_run_s = m.first_run_s, m.second_run_s
+        if framework.is_async() and not cell.to_host:
+            cell.times.dispatch_s = m.dispatch_per_call_s()
+        cell.runs_to_steady, cell.warmup_s = m.runs_to_steady, m.runs_s
+        cell.steady = Steady(
+            median_s=summary.median,
+            ci95_low_s=summary.ci95_low,
+            ci95_high_s=summary.ci95_high,
+            iqr_s=summary.iqr,
+            mad_s=summary.mad,
+            min_s=summary.min,
+            mean_s=summary.mean,
+            std_s=summary.std,
+            blocks=len(m.block_s),
+            inner_loops=m.inner_loops,
+            stable=m.stable,
+            samples_s=m.samples_s,
+        )
+        cell.compiles = Compiles(first_run=m.compiles_first_run, steady=m.compiles_steady)
+        calls = m.calls
+        cell.cpu = Cpu(
+            user_s_per_call=m.steady_usage.user_s / calls,
+            sys_s_per_call=m.steady_usage.sys_s / calls,
+            page_faults_per_call=m.steady_usage.faults / calls,
+        )
+        cell.memory = Memory(
+            device_peak_bytes=framework.device_peak_bytes(),
+            rss_after_import_bytes=cell.memory.rss_after_import_bytes,
+        )
+        work = self.workload.work(self.params)
+        cell.work = WorkCounts(flops=work.flops, bytes=work.bytes)
+        cell.gflops = work.flops / summary.median / 1e9 if summary.median > 0 else None
+        cell.warnings.extend(measurement_warnings(m))
+
+    def _check_parity(
+        self, framework: Framework, fn: Callable[..., Any], arrays: Any, inputs: Any
+    ) -> None:
+        outputs = framework.to_host(fn(*arrays))
+        reference = self.workload.reference(self.params, inputs)
+        self.cell.parity, reason = parity.check(self.workload, self.params, outputs, reference)
+        requested, computed = self.cell.parity.requested_dtype, self.cell.parity.computed_dtype
+        if requested and computed and requested != computed:
+            self.cell.warnings.append(f"asked for {requested}, the stack computed {computed}")
+        if reason:
+            raise CellFailed("mismatch", reason)
+        self.cell.status = "ok"
+
+
+def measurement_warnings(m: Measurement) -> list[str]:
+    """What makes a measurement less trustworthy, with the numbers."""
+    warnings = []
+    if m.compiles_steady:
+        warnings.append(f"{m.compiles_steady} compilation(s) during steady state")
+    if not m.warmup_settled:
+        warnings.append(f"warm-up did not settle in {len(m.runs_s)} runs")
+    if not m.stable:
+        half = m.summary().ci_half_width_rel
+        warnings.append(
+            f"not stable: 95% CI half-width {half:.1%} of the median after "
+            f"{len(m.block_s)} blocks in {m.steady_wall_s:.2f} s"
+        )
+    return warnings
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m stackwars.runner.worker REQUEST.json RESULT.json", file=sys.stderr)
+        return 2
+    request = Request.from_json(Path(argv[0]).read_text(encoding="utf-8"))
+    for path in request.workload_files:
+        workloads.load_workload_file(path)
+    cell = CellRun(request).run()
+    write_atomically(Path(argv[1]), dump(cell.to_dict()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

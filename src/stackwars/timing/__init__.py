@@ -1,0 +1,1 @@
+"""Timing: the framework-agnostic protocol, its statistics and steady-state detection."""

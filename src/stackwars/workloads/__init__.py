@@ -1,0 +1,99 @@
+"""The workload registry.
+
+Every module in this package (other than ``base``) defines workloads and calls :func:`register`
+when imported; :func:`registry` imports them all on first use, so adding a workload is adding
+one module. Users add their own from a Python file with :func:`load_workload_file`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import pkgutil
+import sys
+import traceback
+from pathlib import Path
+
+from stackwars.errors import UnknownNameError, WorkloadFileError
+from stackwars.workloads.base import Param, Params, Tolerance, Work, Workload
+
+__all__ = [
+    "Param",
+    "Params",
+    "Tolerance",
+    "Work",
+    "Workload",
+    "get",
+    "load_workload_file",
+    "register",
+    "registry",
+]
+
+_REGISTRY: dict[str, Workload] = {}
+_BUILTINS_LOADED = False
+
+
+def register(workload: Workload) -> Workload:
+    """Add a workload; a second workload with the same name is refused."""
+    existing = _REGISTRY.get(workload.name)
+    if existing is not None and existing is not workload:
+        raise WorkloadFileError(
+            f"workload {workload.name!r} from {workload.source} is already defined by "
+            f"{existing.source}; give it another name"
+        )
+    _REGISTRY[workload.name] = workload
+    return workload
+
+
+def registry() -> dict[str, Workload]:
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        for module in pkgutil.iter_modules(__path__):
+            if module.name != "base":
+                importlib.import_module(f"{__name__}.{module.name}")
+    return _REGISTRY
+
+
+def get(name: str) -> Workload:
+    workloads = registry()
+    if name not in workloads:
+        raise UnknownNameError(
+            "workload", name, workloads, "see 'stackwars list workloads' or add --workload-file"
+        )
+    return workloads[name]
+
+
+def load_workload_file(path: str) -> list[Workload]:
+    """Import a user's workload file; return the workloads it registered."""
+    file = Path(path)
+    if not file.is_file():
+        raise WorkloadFileError(f"workload file {path!r} does not exist; give a path to a .py file")
+    registry()
+    before = set(_REGISTRY)
+    module_name = f"stackwars_user_workloads_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:
+        raise WorkloadFileError(f"workload file {path!r} is not a Python file; give a .py file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except WorkloadFileError:
+        raise
+    except Exception as exc:
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        raise WorkloadFileError(
+            f"workload file {path!r} failed to import: {type(exc).__name__}: {exc} "
+            f"(line {where.lineno}); fix the file and run again"
+        ) from exc
+    added = [name for name in _REGISTRY if name not in before]
+    if not added:
+        raise WorkloadFileError(
+            f"workload file {path!r} registered no workload; "
+            "call stackwars.workloads.register(Workload(...)) in it"
+        )
+    for name in added:
+        _REGISTRY[name] = dataclasses.replace(_REGISTRY[name], source=str(file))
+    return [_REGISTRY[name] for name in added]

@@ -1,0 +1,125 @@
+"""Workloads: named computations with parameters, inputs, a reference and implementations.
+
+A :class:`Workload` is plain data plus functions. The parent process uses its parameters,
+work counts and memory estimate to plan; a worker uses the rest. Contract (checked for every
+registered workload by ``tests/test_workload_contract.py``):
+
+* ``make_inputs(params, seed)`` returns NumPy arrays, the same numbers for every stack.
+* ``reference(params, inputs)`` computes the result in float64 NumPy; its arrays are compared,
+  in order, with the flattened result of every implementation.
+* ``implementations[framework](params)`` returns a function of the device arrays, written the
+  way that framework's users write it. It must import its framework inside the builder: this
+  module and the workload modules are imported by the parent, which imports no framework.
+* ``work(params)`` gives analytic FLOPs and bytes moved; ``memory_bytes(params)`` the data the
+  computation needs beyond the framework's own footprint, used to refuse cells that cannot fit.
+* ``tiny`` are parameters small enough for tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stackwars.errors import ParameterError
+
+ParamValue = int | float | str | bool
+Params = dict[str, ParamValue]
+Builder = Callable[[Mapping[str, Any]], Callable[..., Any]]
+
+DTYPE_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
+
+# Relative tolerance by the dtype a stack computed in, scaled per workload by a factor that
+# reflects accumulation depth (e.g. sqrt(k) for a length-k dot product).
+BASE_RTOL = {"float64": 1e-12, "float32": 2e-6, "bfloat16": 2e-2, "float16": 2e-3}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A workload parameter: its type, default, and the values it accepts."""
+
+    name: str
+    kind: type
+    default: ParamValue
+    help: str
+    choices: tuple[ParamValue, ...] = ()
+    minimum: float | None = None
+
+    def parse(self, text: str) -> ParamValue:
+        value = self._convert(text.strip())
+        if self.choices and value not in self.choices:
+            allowed = ", ".join(map(str, self.choices))
+            raise ParameterError(f"{self.name}={text!r} is not one of: {allowed}")
+        if self.minimum is not None and isinstance(value, int | float) and value < self.minimum:
+            raise ParameterError(f"{self.name}={text!r} is below the minimum {self.minimum}")
+        return value
+
+    def _convert(self, text: str) -> ParamValue:
+        try:
+            if self.kind is bool:
+                return {"true": True, "false": False, "1": True, "0": False}[text.lower()]
+            if self.kind is int:
+                return int(text.replace("_", ""))
+            if self.kind is float:
+                return float(text)
+        except (KeyError, ValueError):
+            article = "an" if self.kind is int else "a"
+            raise ParameterError(
+                f"{self.name}={text!r} is not {article} {self.kind.__name__}; "
+                f"example: {self.name}={self.default}"
+            ) from None
+        return text
+
+
+@dataclass(frozen=True)
+class Work:
+    flops: float
+    bytes: float
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float  # absolute, in the units of the reference
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A named computation; see the module docstring for the contract."""
+
+    name: str
+    description: str
+    params: tuple[Param, ...]
+    make_inputs: Callable[[Mapping[str, Any], int], tuple[Any, ...]]
+    reference: Callable[[Mapping[str, Any], tuple[Any, ...]], Any]
+    work: Callable[[Mapping[str, Any]], Work]
+    memory_bytes: Callable[[Mapping[str, Any]], int]
+    implementations: dict[str, Builder]
+    tiny: Params = field(default_factory=dict)
+    # Multiplies BASE_RTOL; e.g. accumulation depth for reductions and matmuls.
+    error_growth: Callable[[Mapping[str, Any]], float] = lambda params: 1.0
+    source: str = "builtin"
+
+    def param(self, name: str) -> Param:
+        for param in self.params:
+            if param.name == name:
+                return param
+        allowed = ", ".join(p.name for p in self.params) or "(none)"
+        raise ParameterError(
+            f"workload {self.name!r} has no parameter {name!r}; allowed: {allowed}"
+        )
+
+    def defaults(self) -> Params:
+        return {param.name: param.default for param in self.params}
+
+    def resolve(self, given: Mapping[str, ParamValue]) -> Params:
+        """Defaults overlaid with ``given``; unknown names are refused."""
+        for name in given:
+            self.param(name)
+        return {**self.defaults(), **given}
+
+    def tolerance(self, params: Mapping[str, Any], computed_dtype: str, scale: float) -> Tolerance:
+        """Tolerance for a result computed in ``computed_dtype``; ``scale`` is the RMS of the
+        reference, so that errors near zero are judged against the result's magnitude."""
+        rtol = BASE_RTOL.get(computed_dtype, BASE_RTOL["float32"]) * self.error_growth(params)
+        return Tolerance(rtol=rtol, atol=rtol * scale)

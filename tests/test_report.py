@@ -1,0 +1,287 @@
+"""Result tables and progress lines, from cells built by hand."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from stackwars.report.progress import Progress
+from stackwars.report.table import (
+    COLUMNS,
+    TERMINAL_REASON_CHARS,
+    UNSTABLE_NOTE,
+    Table,
+    build_tables,
+    format_bytes,
+    format_seconds,
+    render_markdown,
+    render_rich,
+)
+from stackwars.results.schema import Cell, Memory, Parity, Steady, Times
+
+X = "\N{MULTIPLICATION SIGN}"  # by name: ruff flags the glyph as ambiguous
+LONG_REASON = "worker exceeded the memory budget of 4 GiB | " + "x" * 100 + " END"
+
+
+def make_cell(
+    stack: str,
+    *,
+    median: float = 1e-3,
+    status: str = "ok",
+    reason: str = "",
+    params: dict[str, int] | None = None,
+    workload: str = "gemm",
+    to_host: bool = False,
+    stable: bool = True,
+    parity: Parity | None = None,
+    warnings: list[str] | None = None,
+) -> Cell:
+    return Cell(
+        workload=workload,
+        params={"n": 100} if params is None else params,
+        stack=stack,
+        to_host=to_host,
+        status=status,
+        reason=reason,
+        times=Times(first_run_s=0.041243, second_run_s=0.000451),
+        runs_to_steady=2,
+        steady=Steady(
+            median_s=median, ci95_low_s=median * 0.99, ci95_high_s=median * 1.01, stable=stable
+        ),
+        memory=Memory(peak_rss_bytes=300 * 2**20),
+        parity=Parity(ok=True) if parity is None else parity,
+        gflops=12.345,
+        warnings=warnings or [],
+    )
+
+
+def column(table: Table, name: str, reason_chars: int | None = None) -> list[str]:
+    index = COLUMNS.index(name)
+    return [row.texts(reason_chars)[index] for row in table.rows]
+
+
+def test_tables_group_by_workload_params_device_in_first_seen_order() -> None:
+    cells = [
+        make_cell("numpy:eager", params={"n": 200}),
+        make_cell("numpy:eager", workload="selu"),
+        make_cell("jax:jit", params={"n": 200}),
+        make_cell("numpy:eager"),
+    ]
+    cells[3].device = "gpu"
+    tables = build_tables(cells)
+    titles = [table.title for table in tables]
+    assert titles == ["gemm(n=200) @ cpu", "selu(n=100) @ cpu", "gemm(n=100) @ gpu"]
+    assert column(tables[0], "Stack") == ["numpy:eager", "jax:jit"]
+
+
+def test_rows_keep_cell_order_and_to_host_is_its_own_row() -> None:
+    cells = [
+        make_cell("torch:eager"),
+        make_cell("jax:jit"),
+        make_cell("jax:jit", to_host=True),
+        make_cell("numpy:eager"),
+    ]
+    (table,) = build_tables(cells)
+    assert column(table, "Stack") == ["torch:eager", "jax:jit", "jax:jit →host", "numpy:eager"]
+
+
+def test_a_rerun_cell_replaces_the_earlier_one_in_place() -> None:
+    cells = [make_cell("numpy:eager", median=2e-3), make_cell("jax:jit"), make_cell("numpy:eager")]
+    (table,) = build_tables(cells)
+    assert column(table, "Stack") == ["numpy:eager", "jax:jit"]
+    assert column(table, "Steady median")[0].startswith("1.00 ms")
+
+
+def test_speed_up_is_baseline_median_over_row_median() -> None:
+    cells = [
+        make_cell("numpy:eager", median=2e-3),
+        make_cell("jax:jit", median=1e-3),
+        make_cell("torch:eager", median=8e-3),
+        make_cell("torch:compile", median=1.6e-4),
+    ]
+    (table,) = build_tables(cells)
+    assert column(table, "Speed-up") == [f"1.00{X}", f"2.00{X}", f"0.25{X}", f"12.5{X}"]
+    assert any("numpy:eager" in note for note in table.notes)
+
+
+def test_speed_up_baseline_is_the_first_ok_row_and_failures_have_none() -> None:
+    mismatch = Parity(ok=False, max_rel_err=0.031)
+    cells = [
+        make_cell("torch:compile", status="oom", reason="killed at 4 GiB"),
+        make_cell("jax:jit", median=4e-3),
+        make_cell("tensorflow:xla", median=1e-3, status="mismatch", parity=mismatch),
+        make_cell("numpy:eager", median=1e-3),
+    ]
+    (table,) = build_tables(cells)
+    assert column(table, "Speed-up") == ["", f"1.00{X}", "", f"4.00{X}"]
+
+
+def test_a_lone_ok_row_gets_no_speed_up_note() -> None:
+    (table,) = build_tables([make_cell("numpy:eager"), make_cell("jax:jit", status="timeout")])
+    assert not any(note.startswith("speed-up") for note in table.notes)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0.000123, "123 µs"),
+        (0.041243, "41.2 ms"),
+        (1.5, "1.50 s"),
+        (7328.458, "7328 s"),
+        (5e-8, "50.0 ns"),
+        (0.0009996, "1.00 ms"),
+        (0.000999, "999 µs"),
+        (0.0, "0.00 ns"),
+        (None, ""),
+    ],
+)
+def test_format_seconds_picks_units_with_three_significant_digits(
+    seconds: float | None, text: str
+) -> None:
+    assert format_seconds(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("count", "text"),
+    [
+        (512, "512 B"),
+        (300 * 2**20, "300 MiB"),
+        (3 * 2**29, "1.50 GiB"),
+        (1023 * 2**10, "1.00 MiB"),
+        (None, ""),
+    ],
+)
+def test_format_bytes_uses_binary_units(count: int | None, text: str) -> None:
+    assert format_bytes(count) == text
+
+
+def test_ok_row_shows_every_number() -> None:
+    (table,) = build_tables([make_cell("jax:jit", median=0.00123)])
+    assert table.rows[0].texts() == (
+        "jax:jit",
+        "41.2 ms",
+        "451 µs",
+        "2",
+        "1.23 ms ± 1.0%",
+        "12.3",
+        "300 MiB",
+        "ok",
+        f"1.00{X}",
+    )
+
+
+def test_failed_rows_show_status_and_reason_instead_of_numbers() -> None:
+    cells = [
+        make_cell("numpy:eager"),
+        make_cell("torch:compile", status="oom", reason=LONG_REASON, parity=Parity()),
+        make_cell("tensorflow:xla", status="unsupported", reason="no TPU", parity=Parity()),
+    ]
+    (table,) = build_tables(cells)
+    oom, unsupported = table.rows[1], table.rows[2]
+    terminal = oom.texts(TERMINAL_REASON_CHARS)
+    assert terminal[1].startswith("OOM: worker exceeded")
+    assert len(terminal[1]) <= len("OOM: ") + TERMINAL_REASON_CHARS
+    assert terminal[1].endswith("…")
+    assert oom.texts()[1].endswith("END")
+    assert set(terminal[2:]) == {""}
+    assert unsupported.texts()[1:3] == ("UNSUPPORTED: no TPU", "")
+
+
+def test_parity_column_shows_mismatch_and_computed_dtype() -> None:
+    cells = [
+        make_cell("numpy:eager"),
+        make_cell(
+            "jax:jit", parity=Parity(ok=True, computed_dtype="float32", requested_dtype="float64")
+        ),
+        make_cell(
+            "tensorflow:xla",
+            status="mismatch",
+            reason="max relative error above rtol",
+            parity=Parity(ok=False, max_rel_err=0.031),
+        ),
+    ]
+    (table,) = build_tables(cells)
+    assert column(table, "Parity") == ["ok", "ok (f32≠f64)", "MISMATCH max rel 3e-2"]
+    assert column(table, "First run")[2] == "MISMATCH: max relative error above rtol"
+
+
+def test_unstable_rows_are_marked_and_explained() -> None:
+    (table,) = build_tables([make_cell("numpy:eager"), make_cell("jax:jit", stable=False)])
+    assert column(table, "Steady median") == ["1.00 ms ± 1.0%", "~1.00 ms ± 1.0%"]
+    assert UNSTABLE_NOTE in table.notes
+
+
+def test_warnings_become_notes_under_the_table() -> None:
+    cell = make_cell("jax:jit", to_host=True, warnings=["2 compilations during steady state"])
+    (table,) = build_tables([cell])
+    assert "jax:jit →host: 2 compilations during steady state" in table.notes
+
+
+def test_markdown_has_a_heading_per_table_and_every_stack() -> None:
+    cells = [
+        make_cell("numpy:eager"),
+        make_cell("jax:jit", stable=False),
+        make_cell("torch:compile", status="oom", reason=LONG_REASON),
+        make_cell("numpy:eager", workload="selu"),
+    ]
+    markdown = render_markdown(build_tables(cells))
+    assert "### gemm(n=100) @ cpu" in markdown
+    assert "### selu(n=100) @ cpu" in markdown
+    for stack in ("numpy:eager", "jax:jit", "torch:compile"):
+        assert f"| {stack} |" in markdown
+    assert "4 GiB \\| " in markdown  # a pipe in a reason must not split the cell
+    assert "END" in markdown  # the reason is not shortened
+    assert "| \\~1.00 ms ± 1.0% |" in markdown  # a bare "~" pair would strike text through
+    assert "- \\~ not stable: CI target not reached" in markdown
+
+
+def test_rich_rendering_contains_titles_stacks_and_notes() -> None:
+    cells = [
+        make_cell("numpy:eager"),
+        make_cell("jax:jit", to_host=True, warnings=["retraced"]),
+        make_cell("torch:compile", status="timeout", reason="no result after 600 s"),
+    ]
+    console = Console(file=io.StringIO(), width=200, record=True)
+    console.print(render_rich(build_tables(cells)))
+    text = console.export_text()
+    for expected in ("gemm(n=100) @ cpu", "jax:jit →host", "TIMEOUT: no result after 600 s"):
+        assert expected in text
+    assert "jax:jit →host: retraced" in text
+
+
+def test_progress_prints_one_plain_line_per_cell_when_not_a_terminal() -> None:
+    output = io.StringIO()
+    console = Console(file=output, force_terminal=False, width=40)
+    cells = [make_cell("jax:jit"), make_cell("torch:compile", status="oom", reason="killed")]
+    with Progress(len(cells), console=console) as progress:
+        for cell in cells:
+            progress.start_cell(cell.label())
+            progress.end_cell(cell)
+    lines = output.getvalue().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("[1/2] ok")
+    assert "gemm(n=100) on jax:jit @ cpu" in lines[0]
+    assert "1.00 ms ± 1.0%" in lines[0]
+    assert lines[1].startswith("[2/2] oom") and lines[1].endswith("killed")
+    assert "\x1b" not in output.getvalue()
+
+
+def test_progress_draws_a_bar_on_a_terminal() -> None:
+    output = io.StringIO()
+    console = Console(file=output, force_terminal=True, width=120)
+    with Progress(1, console=console) as progress:
+        progress.start_cell("gemm(n=100) on jax:jit @ cpu")
+        progress.end_cell(make_cell("jax:jit"))
+    assert "cell 1/1" in output.getvalue()
+    assert "[1/1]" in output.getvalue()
+
+
+def test_quiet_progress_prints_nothing() -> None:
+    output = io.StringIO()
+    console = Console(file=output, force_terminal=True)
+    with Progress(1, console=console, quiet=True) as progress:
+        progress.start_cell("gemm(n=100) on jax:jit @ cpu")
+        progress.end_cell(make_cell("jax:jit"))
+    assert output.getvalue() == ""
