@@ -32,10 +32,14 @@ __all__ = [
 
 _REGISTRY: dict[str, Workload] = {}
 _BUILTINS_LOADED = False
+_FILES_LOADED: dict[Path, list[str]] = {}
+_loading_from: str | None = None
 
 
 def register(workload: Workload) -> Workload:
     """Add a workload; a second workload with the same name is refused."""
+    if _loading_from is not None:
+        workload = dataclasses.replace(workload, source=_loading_from)
     existing = _REGISTRY.get(workload.name)
     if existing is not None and existing is not workload:
         raise WorkloadFileError(
@@ -66,18 +70,34 @@ def get(name: str) -> Workload:
 
 
 def load_workload_file(path: str) -> list[Workload]:
-    """Import a user's workload file; return the workloads it registered."""
-    file = Path(path)
+    """Import a user's workload file (once per process); return the workloads it registered."""
+    file = Path(path).resolve()
+    if file in _FILES_LOADED:
+        return [_REGISTRY[name] for name in _FILES_LOADED[file]]
     if not file.is_file():
         raise WorkloadFileError(f"workload file {path!r} does not exist; give a path to a .py file")
     registry()
     before = set(_REGISTRY)
-    module_name = f"stackwars_user_workloads_{abs(hash(str(file.resolve())))}"
+    _import_file(file, path)
+    added = [name for name in _REGISTRY if name not in before]
+    if not added:
+        raise WorkloadFileError(
+            f"workload file {path!r} registered no workload; "
+            "call stackwars.workloads.register(Workload(...)) in it"
+        )
+    _FILES_LOADED[file] = added
+    return [_REGISTRY[name] for name in added]
+
+
+def _import_file(file: Path, path: str) -> None:
+    global _loading_from
+    module_name = f"stackwars_user_workloads_{abs(hash(str(file)))}"
     spec = importlib.util.spec_from_file_location(module_name, file)
     if spec is None or spec.loader is None:
         raise WorkloadFileError(f"workload file {path!r} is not a Python file; give a .py file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    _loading_from = str(file)
     try:
         spec.loader.exec_module(module)
     except WorkloadFileError:
@@ -88,12 +108,5 @@ def load_workload_file(path: str) -> list[Workload]:
             f"workload file {path!r} failed to import: {type(exc).__name__}: {exc} "
             f"(line {where.lineno}); fix the file and run again"
         ) from exc
-    added = [name for name in _REGISTRY if name not in before]
-    if not added:
-        raise WorkloadFileError(
-            f"workload file {path!r} registered no workload; "
-            "call stackwars.workloads.register(Workload(...)) in it"
-        )
-    for name in added:
-        _REGISTRY[name] = dataclasses.replace(_REGISTRY[name], source=str(file))
-    return [_REGISTRY[name] for name in added]
+    finally:
+        _loading_from = None

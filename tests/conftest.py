@@ -1,0 +1,16 @@
+"""Test-wide settings: frameworks write their caches and config into a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+# Set before any test imports a framework: they read these at import time.
+_SCRATCH = tempfile.mkdtemp(prefix="stackwars-tests-")
+for _name, _sub in (
+    ("KERAS_HOME", "keras"),
+    ("MPLCONFIGDIR", "matplotlib"),
+    ("TORCHINDUCTOR_CACHE_DIR", "torchinductor"),
+):
+    os.environ.setdefault(_name, os.path.join(_SCRATCH, _sub))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -1,0 +1,66 @@
+"""Ctrl-C: the current worker is killed, finished cells are kept, the run is marked."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
+
+
+def workers_alive(since: float) -> list[psutil.Process]:
+    alive = []
+    for process in psutil.process_iter(["cmdline", "create_time"]):
+        cmdline = process.info["cmdline"] or []
+        if "stackwars.runner.worker" in cmdline and process.info["create_time"] >= since - 1:
+            alive.append(process)
+    return alive
+
+
+def test_interrupt_keeps_finished_cells_and_kills_the_worker(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    started = time.time()
+    # Two cells that hang: the first ends by its 2 s timeout, the second is interrupted.
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "stackwars",
+            "run",
+            "--workload-file",
+            FAULTY,
+            "--workload",
+            "hangs",
+            "--param",
+            "size=1,2",
+            "--stacks",
+            "numpy",
+            "--timeout",
+            "2",
+            "--db",
+            str(db),
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 60
+    while not workers_alive(started + 2.5) and time.time() < deadline:
+        time.sleep(0.1)  # wait until the second cell's worker is up
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    assert "interrupted" in err
+    assert workers_alive(started) == []
+    with sqlite3.connect(db) as connection:
+        (status,) = connection.execute("SELECT status FROM runs").fetchone()
+        cells = connection.execute("SELECT status FROM cells").fetchall()
+    assert status == "interrupted"
+    assert cells == [("timeout",)]
