@@ -22,7 +22,9 @@ Contract (checked for every registered framework by ``tests/test_framework_contr
 * ``first_call`` makes the first call (it may snapshot counters or trace explicitly first) and
   ``first_run_phases``, called after that call was synchronised, returns the phases the
   framework exposes in seconds (``trace_s``, ``lower_s``, ``compile_s``, ``execute_s``, ...),
-  non-overlapping and summing to at most the total; ``{}`` when it exposes none.
+  non-overlapping and summing to at most the total; ``{}`` when it exposes none. Keys
+  prefixed ``of_compile.`` are parts of ``compile_s`` (they may overlap each other, e.g. a
+  compile spread over threads), not phases of their own.
 """
 
 from __future__ import annotations
@@ -125,6 +127,12 @@ class Framework(ABC):
     def runtime_settings(self) -> dict[str, Any]:
         """Threads, precision and allocator settings as the framework reports them."""
         return {}
+
+
+def split_device(device: str) -> tuple[str, int]:
+    """``"gpu:1"`` -> ``("gpu", 1)``; no index means 0."""
+    kind, _, index = device.partition(":")
+    return kind, int(index or 0)
 
 
 def flatten(out: Any) -> list[Any]:

@@ -1,0 +1,202 @@
+"""TensorFlow: eager, graph (``tf.function``) and xla (``tf.function(jit_compile=True)``).
+
+TensorFlow is imported by ``load``, never at module import, so that its logging settings are
+in place first. TensorFlow keeps no compile cache between processes by default, so cold and
+warm cells differ only in the folders other code uses.
+
+TensorFlow places ops on its default device (the first GPU when there is one, else the CPU)
+whatever device the inputs are on. When another device was selected, calls run under
+``tf.device`` (about 3 µs per call); on the default device they run bare, so that the timed
+call is exactly what a TensorFlow user writes. Soft placement (on by default) silently turns
+a missing device into the CPU, which is why ``init`` checks that the device exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from stackwars.frameworks import FRAMEWORKS
+from stackwars.frameworks.base import Framework, RunSettings, flatten, split_device
+
+DEVICE_TYPES = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
+# TensorFlow's only float32 matmul shortcut is TF32: allowed unless full precision is asked.
+TF32_BY_PRECISION = {"highest": False, "high": True, "medium": True}
+CPU_PEAK_NOTE = (
+    "on cpu TensorFlow's allocator statistics leave out allocations under 256 KiB, "
+    "so the peak is a lower bound"
+)
+
+
+class _OnDevice:
+    """``function`` called under ``tf.device``, for a device that is not the default one."""
+
+    def __init__(self, function: Any, device: str) -> None:
+        import tensorflow as tf
+
+        self.function = function
+        self.device = device
+        # Kept so that a call does not look tensorflow up again: calls are what is timed.
+        self._scope = tf.device
+
+    def __call__(self, *args: Any) -> Any:
+        with self._scope(self.device):
+            return self.function(*args)
+
+
+class TensorflowFramework(Framework):
+    info = FRAMEWORKS["tensorflow"]
+
+    def __init__(self) -> None:
+        self._device = ""
+        self._kind = ""
+        self._default_device = ""
+        self._traced: list[Any] = []
+        self._modes: dict[int, tuple[str, Any]] = {}  # id(prepared) -> (mode, tf.function)
+        self._first: tuple[str, float] | None = None
+
+    def environment(self, settings: RunSettings) -> dict[str, str]:
+        if not settings.cache_dir:
+            raise ValueError("tensorflow needs settings.cache_dir to keep keras out of home")
+        # Level 2 hides TensorFlow's info and warning logs. The oneDNN notice still appears:
+        # it is printed before logging is set up, and the only documented switch
+        # (TF_ENABLE_ONEDNN_OPTS=0) would change the kernels being measured.
+        return {
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            "KERAS_HOME": str(Path(settings.cache_dir) / "keras"),
+        }
+
+    def load(self) -> None:
+        import tensorflow  # noqa: F401
+
+    def init(self, settings: RunSettings) -> dict[str, Any]:
+        import tensorflow as tf
+
+        kind, index = split_device(settings.device)
+        if kind not in DEVICE_TYPES:
+            raise ValueError(f"tensorflow runs on {', '.join(DEVICE_TYPES)}, not {settings.device}")
+        if settings.matmul_precision not in TF32_BY_PRECISION:
+            raise ValueError(
+                f"matmul precision {settings.matmul_precision!r} is not one of "
+                f"{', '.join(TF32_BY_PRECISION)}"
+            )
+        # Threads and memory growth can only be set before the runtime starts, which the
+        # first device listing below does.
+        if settings.threads is not None:
+            tf.config.threading.set_intra_op_parallelism_threads(settings.threads)
+            tf.config.threading.set_inter_op_parallelism_threads(settings.threads)
+        for gpu in tf.config.list_physical_devices("GPU"):
+            tf.config.experimental.set_memory_growth(gpu, not settings.preallocate)
+        tf.config.experimental.enable_tensor_float_32_execution(
+            TF32_BY_PRECISION[settings.matmul_precision]
+        )
+        self._device = self._select(kind, index)
+        self._kind = kind
+        gpus = tf.config.list_logical_devices("GPU")
+        self._default_device = (gpus or tf.config.list_logical_devices("CPU"))[0].name
+        tf.config.experimental.reset_memory_stats(self._device)
+        return {"device": self._device}
+
+    def _select(self, kind: str, index: int) -> str:
+        import tensorflow as tf
+
+        names = [device.name for device in tf.config.list_logical_devices(DEVICE_TYPES[kind])]
+        if index >= len(names):
+            seen = [device.name for device in tf.config.list_logical_devices()]
+            raise RuntimeError(
+                f"tensorflow has no {kind}:{index} here (it sees {', '.join(seen)}); "
+                "install a TensorFlow build for that device, or choose --device cpu"
+            )
+        return names[index]
+
+    def to_device(self, arrays: Sequence[Any]) -> tuple[Any, ...]:
+        import tensorflow as tf
+
+        # Constants are created in host memory; identity under the scope copies them over.
+        with tf.device(self._device):
+            tensors = tuple(tf.identity(tf.convert_to_tensor(array)) for array in arrays)
+        self.sync(tensors)
+        return tensors
+
+    def prepare(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+        import tensorflow as tf
+
+        if mode not in self.info.modes:
+            raise ValueError(
+                f"tensorflow has no mode {mode!r}; modes: {', '.join(self.info.modes)}"
+            )
+        function = fn if mode == "eager" else tf.function(fn, jit_compile=mode == "xla")
+        if mode != "eager":
+            self._traced.append(function)
+        prepared = (
+            function if self._device == self._default_device else _OnDevice(function, self._device)
+        )
+        self._modes[id(prepared)] = (mode, function)
+        return prepared
+
+    def sync(self, out: Any) -> None:
+        import tensorflow as tf
+
+        del out  # TensorFlow's sync waits for every device, not per tensor.
+        tf.test.experimental.sync_devices()
+
+    def to_host(self, out: Any) -> list[Any]:
+        import numpy as np
+
+        return [np.asarray(leaf) for leaf in flatten(out)]
+
+    def is_async(self) -> bool:
+        return self._kind in ("gpu", "tpu")
+
+    def compile_count(self) -> int:
+        # Traces only: TensorFlow does not expose how often XLA compiles, and a new input
+        # shape retraces (and so recompiles) a tf.function.
+        return sum(traced.experimental_get_tracing_count() for traced in self._traced)
+
+    def first_call(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+        import time
+
+        import tensorflow as tf
+
+        mode, function = self._modes.get(id(fn), ("eager", fn))
+        if mode == "eager":
+            self._first = None
+            return fn(*args)
+        # Tracing explicitly separates it from the first execution, which (graph) runs
+        # Grappler's optimisations or (xla) compiles with XLA before it executes.
+        start = time.perf_counter()
+        with tf.device(self._device):
+            function.get_concrete_function(*args)
+        self._first = (mode, time.perf_counter() - start)
+        return fn(*args)
+
+    def first_run_phases(self, total_s: float) -> dict[str, float]:
+        if self._first is None:
+            return {}
+        mode, trace_s = self._first
+        rest = "compile_and_execute_s" if mode == "xla" else "optimize_and_execute_s"
+        return {"trace_s": trace_s, rest: max(0.0, total_s - trace_s)}
+
+    def device_peak_bytes(self) -> int | None:
+        import tensorflow as tf
+
+        return tf.config.experimental.get_memory_info(self._device)["peak"]
+
+    def runtime_settings(self) -> dict[str, Any]:
+        import tensorflow as tf
+
+        threading = tf.config.threading
+        return {
+            "device": self._device,
+            # 0 means TensorFlow chooses (one thread per core).
+            "intra_op_threads": threading.get_intra_op_parallelism_threads(),
+            "inter_op_threads": threading.get_inter_op_parallelism_threads(),
+            "tensor_float_32": tf.config.experimental.tensor_float_32_execution_enabled(),
+            "soft_device_placement": tf.config.get_soft_device_placement(),
+            "memory_growth": {
+                gpu.name: tf.config.experimental.get_memory_growth(gpu)
+                for gpu in tf.config.list_physical_devices("GPU")
+            },
+            "device_peak_bytes_note": CPU_PEAK_NOTE if self._kind == "cpu" else None,
+        }

@@ -1,0 +1,191 @@
+"""PyTorch: eager, and compile (``torch.compile`` with its default backend, Inductor), on cpu
+or one CUDA gpu.
+
+torch is imported by ``load``, never at module import, so that Inductor sees the cache folder
+set by ``environment``.
+
+Compilations and first-run phases come from Dynamo's own bookkeeping
+(``torch._dynamo.utils.counters`` and ``compilation_time_metrics``): private but stable
+across 2.x releases, and the only place torch exposes them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from stackwars.frameworks import FRAMEWORKS
+from stackwars.frameworks.base import Framework, RunSettings, flatten, split_device
+
+# compilation_time_metrics keys. compile_inner is one whole Dynamo compile of a frame:
+# bytecode tracing, then the backend (AOTAutograd and Inductor), then guards.
+COMPILE_METRIC = "_compile.compile_inner"
+TRACE_METRIC = "bytecode_tracing"
+BACKEND_METRIC = "OutputGraph.call_user_compiler"
+CXX_METRIC = "compile_file"
+
+
+def _dynamo_utils() -> Any:
+    # Importing Dynamo takes 1-2 s, too much to pay in eager cells just to read counters
+    # that are zero: when nothing imported Dynamo, nothing was compiled.
+    return sys.modules.get("torch._dynamo.utils")
+
+
+def _cuda_device(index: int) -> Any:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            f"torch cannot use a gpu here: torch.cuda.is_available() is False (torch "
+            f"{torch.__version__}, built for CUDA {torch.version.cuda}); install a CUDA build "
+            "of torch on a machine with an NVIDIA GPU, or choose --device cpu"
+        )
+    if index >= torch.cuda.device_count():
+        raise RuntimeError(f"torch sees {torch.cuda.device_count()} gpu(s), not gpu:{index}")
+    return torch.device("cuda", index)
+
+
+class TorchFramework(Framework):
+    info = FRAMEWORKS["torch"]
+
+    def __init__(self) -> None:
+        self._device: Any = None
+        self._metrics_before: dict[str, int] = {}
+
+    def environment(self, settings: RunSettings) -> dict[str, str]:
+        if not settings.cache_dir:
+            raise ValueError("torch needs settings.cache_dir for Inductor's compile cache")
+        # Fresh per cell when cold, shared when warm: this is what decides whether a first
+        # torch.compile call pays for code generation and C++ compilation.
+        folder = Path(settings.cache_dir)
+        return {
+            "TORCHINDUCTOR_CACHE_DIR": str(folder / "torchinductor"),
+            "TRITON_CACHE_DIR": str(folder / "triton"),
+        }
+
+    def load(self) -> None:
+        import torch  # noqa: F401
+
+    def init(self, settings: RunSettings) -> dict[str, Any]:
+        import torch
+
+        kind, index = split_device(settings.device)
+        if kind == "cpu":
+            self._device = torch.device("cpu")
+        elif kind == "gpu":
+            self._device = _cuda_device(index)
+            torch.cuda.set_device(self._device)
+            torch.cuda.reset_peak_memory_stats(self._device)
+        else:
+            raise ValueError(f"torch runs on cpu or gpu, not {settings.device}")
+        if settings.threads is not None:
+            torch.set_num_threads(settings.threads)
+        torch.set_float32_matmul_precision(settings.matmul_precision)
+        return {"device": str(self._device)}
+
+    def to_device(self, arrays: Sequence[Any]) -> tuple[Any, ...]:
+        import torch
+
+        tensors = tuple(torch.as_tensor(array, device=self._device) for array in arrays)
+        self.sync(tensors)
+        return tensors
+
+    def prepare(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+        import torch
+
+        if mode == "eager":
+            return fn
+        if mode == "compile":
+            return torch.compile(fn)
+        raise ValueError(f"torch has no mode {mode!r}; modes: {', '.join(self.info.modes)}")
+
+    def sync(self, out: Any) -> None:
+        import torch
+
+        del out  # Both synchronisations wait for all work on the device, not per tensor.
+        if self._device.type == "cuda":
+            torch.cuda.synchronize(self._device)
+        else:
+            torch.cpu.synchronize()
+
+    def to_host(self, out: Any) -> list[Any]:
+        import numpy as np
+        import torch
+
+        return [
+            leaf.detach().cpu().numpy() if isinstance(leaf, torch.Tensor) else np.asarray(leaf)
+            for leaf in flatten(out)
+        ]
+
+    def is_async(self) -> bool:
+        return self._device.type == "cuda"
+
+    def compile_count(self) -> int:
+        utils = _dynamo_utils()
+        # Every Dynamo compile, first or recompile, captures a new graph for Inductor.
+        return 0 if utils is None else utils.counters["stats"]["unique_graphs"]
+
+    def first_call(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+        utils = _dynamo_utils()
+        metrics = {} if utils is None else utils.compilation_time_metrics
+        self._metrics_before = {key: len(times) for key, times in metrics.items()}
+        return fn(*args)
+
+    def first_run_phases(self, total_s: float) -> dict[str, float]:
+        """trace_s, compile_s and execute_s, with parts of compile_s under ``of_compile.``:
+        backend_s (AOTAutograd and Inductor, or loading their output from the cache) and
+        cxx_compile_thread_s (C++ compiler runs, summed over Inductor's compile threads, so
+        it can exceed its share of the wall time when compiles overlap)."""
+        spent = self._seconds_since_first_call()
+        if COMPILE_METRIC not in spent:
+            return {}
+        trace_s = spent.get(TRACE_METRIC, 0.0)
+        compile_s = spent[COMPILE_METRIC]
+        return {
+            "trace_s": trace_s,
+            "compile_s": max(0.0, compile_s - trace_s),
+            "execute_s": max(0.0, total_s - compile_s),
+            "of_compile.backend_s": spent.get(BACKEND_METRIC, 0.0),
+            "of_compile.cxx_compile_thread_s": spent.get(CXX_METRIC, 0.0),
+        }
+
+    def _seconds_since_first_call(self) -> dict[str, float]:
+        utils = _dynamo_utils()
+        metrics: dict[str, list[float]] = {} if utils is None else utils.compilation_time_metrics
+        spent = {
+            key: sum(times[self._metrics_before.get(key, 0) :]) for key, times in metrics.items()
+        }
+        return {key: seconds for key, seconds in spent.items() if seconds > 0}
+
+    def device_peak_bytes(self) -> int | None:
+        import torch
+
+        if self._device.type == "cuda":
+            return torch.cuda.max_memory_allocated(self._device)
+        return None
+
+    def runtime_settings(self) -> dict[str, Any]:
+        import torch
+
+        on_cpu = self._device.type == "cpu"
+        return {
+            "device": str(self._device),
+            "threads": torch.get_num_threads(),
+            "interop_threads": torch.get_num_interop_threads(),
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            # matmul is attached to the module at import time, so type checkers miss it.
+            "mkldnn_matmul_fp32_precision": torch.backends.mkldnn.matmul.fp32_precision,  # pyright: ignore[reportAttributeAccessIssue]
+            "cuda_matmul_fp32_precision": None
+            if on_cpu
+            else torch.backends.cuda.matmul.fp32_precision,
+            # Read from the environment: asking Inductor would import it (1-2 s) in eager cells.
+            "inductor_cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+            # The CUDA caching allocator grows on demand; torch has no pre-allocation.
+            "preallocate": None if on_cpu else False,
+            "device_peak_bytes_note": "torch has no peak-memory counter for cpu"
+            if on_cpu
+            else None,
+        }

@@ -1,0 +1,28 @@
+"""The parent process imports no framework: planning, listing and reporting stay light."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PROBE = """
+import json, sys
+from stackwars import commands, workloads
+from stackwars.cli import build_parser
+from stackwars.runner import plan
+from stackwars.suites import SUITES
+for suite in SUITES.values():
+    plan.plan(plan.suite_cells(suite, None, "cpu"), 2**40)
+for workload in workloads.registry().values():
+    workload.work(workload.defaults()); workload.memory_bytes(workload.defaults())
+commands._workload_table(); commands._stack_table(); commands._suite_table()
+print(json.dumps(sorted(m for m in ("numpy", "jax", "torch", "tensorflow") if m in sys.modules)))
+"""
+
+
+def test_planning_and_listing_import_no_framework() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True
+    )
+    assert json.loads(result.stdout) == []

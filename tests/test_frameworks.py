@@ -1,0 +1,156 @@
+"""Each framework, in process, at tiny sizes: the worker's calls in the worker's order.
+
+Slow parts are bounded on purpose: torch.compile runs once (about 10 s with a cold cache).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stackwars.frameworks import FRAMEWORKS, load_framework
+from stackwars.frameworks.base import Framework, RunSettings
+
+# Importing Inductor (first torch.compile) runs torch.jit.script_method at import time.
+INDUCTOR_IMPORT_WARNING = "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"
+COMPILING = {("jax", "jit"), ("torch", "compile"), ("tensorflow", "graph"), ("tensorflow", "xla")}
+PHASE_KEYS = {
+    ("jax", "eager"): {"trace_s", "lower_s", "compile_s", "execute_s"},
+    ("jax", "jit"): {"trace_s", "lower_s", "compile_s", "execute_s"},
+    ("torch", "compile"): {"trace_s", "compile_s", "execute_s"},
+    ("tensorflow", "graph"): {"trace_s", "optimize_and_execute_s"},
+    ("tensorflow", "xla"): {"trace_s", "compile_and_execute_s"},
+}
+STACKS = [
+    pytest.param(
+        name,
+        mode,
+        marks=[pytest.mark.filterwarnings(INDUCTOR_IMPORT_WARNING)] if mode == "compile" else [],
+        id=f"{name}:{mode}",
+    )
+    for name, info in FRAMEWORKS.items()
+    for mode in info.modes
+]
+GPU_FRAMEWORKS = [name for name, info in FRAMEWORKS.items() if "gpu" in info.devices]
+
+
+def make_affine() -> Callable[..., Any]:
+    """A fresh function object each time, so that no compile cache keyed on it is reused."""
+
+    def affine(x: Any, y: Any) -> Any:
+        return x @ y * 2 + 1, {"sum": x + y}
+
+    return affine
+
+
+def ready(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **settings: Any) -> Framework:
+    """A framework after environment, load and init, as a worker leaves it."""
+    pytest.importorskip(FRAMEWORKS[name].import_name)
+    framework = load_framework(name)
+    run_settings = RunSettings(cache_dir=str(tmp_path), **settings)
+    for variable, value in framework.environment(run_settings).items():
+        monkeypatch.setenv(variable, value)
+    framework.load()
+    framework.init(run_settings)
+    return framework
+
+
+@pytest.fixture
+def restore_jax_x64() -> Iterator[None]:
+    jax = pytest.importorskip("jax")
+    before = jax.config.values["jax_enable_x64"]
+    yield
+    jax.config.update("jax_enable_x64", before)
+
+
+def check_phases(phases: dict[str, float], total_s: float, expected: set[str]) -> None:
+    assert all(seconds >= 0 for seconds in phases.values()), phases
+    # Keys under "of_compile." are parts of compile_s, not phases of their own.
+    top = {key: seconds for key, seconds in phases.items() if not key.startswith("of_compile.")}
+    assert set(top) == expected
+    assert sum(top.values()) <= total_s + 1e-3, phases
+
+
+@pytest.mark.parametrize(("name", "mode"), STACKS)
+def test_stack_matches_numpy_and_counts_compiles(
+    name: str, mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    framework = ready(name, tmp_path, monkeypatch)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal((8, 8)).astype(np.float32) for _ in range(2)]
+    arrays = framework.to_device(inputs)
+    fn = framework.prepare(make_affine(), mode)
+
+    before = framework.compile_count()
+    start = time.perf_counter()
+    out = framework.first_call(fn, arrays)
+    framework.sync(out)
+    total_s = time.perf_counter() - start
+    after_first = framework.compile_count()
+    phases = framework.first_run_phases(total_s)
+
+    framework.sync(fn(*arrays))
+    assert framework.compile_count() == after_first, "a second call with same shapes compiled"
+    if (name, mode) in COMPILING:
+        assert after_first > before
+    check_phases(phases, total_s, PHASE_KEYS.get((name, mode), set()))
+
+    x, y = inputs
+    expected = [x @ y * 2 + 1, x + y]
+    for got, want in zip(framework.to_host(out), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(FRAMEWORKS))
+def test_unknown_mode_is_refused(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    framework = ready(name, tmp_path, monkeypatch)
+    with pytest.raises(ValueError, match="no mode 'bogus'"):
+        framework.prepare(make_affine(), "bogus")
+
+
+@pytest.mark.parametrize(("x64", "dtype"), [(True, np.float64), (False, np.float32)])
+@pytest.mark.usefixtures("restore_jax_x64")
+def test_jax_x64_decides_the_computed_dtype(
+    x64: bool, dtype: type, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    framework = ready("jax", tmp_path, monkeypatch, x64=x64)
+    (array,) = framework.to_device([np.ones((4, 4), dtype=np.float64)])
+    out = framework.first_call(framework.prepare(lambda x: x * 2, "jit"), [array])
+    framework.sync(out)
+    (host,) = framework.to_host(out)
+    assert host.dtype == dtype
+    assert framework.runtime_settings()["x64"] is x64
+
+
+@pytest.mark.parametrize("name", GPU_FRAMEWORKS)
+def test_missing_gpu_is_a_clear_error(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip(FRAMEWORKS[name].import_name)
+    framework = load_framework(name)
+    framework.load()
+    settings = RunSettings(device="gpu", cache_dir=str(tmp_path))
+    try:
+        framework.init(settings)
+    except RuntimeError as exc:
+        assert "gpu" in str(exc)
+        assert "--device cpu" in str(exc)
+    else:
+        pytest.skip(f"{name} found a gpu on this machine")
+
+
+def test_warm_jax_cache_lives_in_the_cell_folder(tmp_path: Path) -> None:
+    framework = load_framework("jax")
+    warm = framework.environment(RunSettings(cache="warm", cache_dir=str(tmp_path)))
+    cold = framework.environment(RunSettings(cache="cold", cache_dir=str(tmp_path)))
+    assert warm["JAX_COMPILATION_CACHE_DIR"] == str(tmp_path / "jax")
+    assert warm["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
+    assert cold["JAX_ENABLE_COMPILATION_CACHE"] == "false"
+    assert "JAX_COMPILATION_CACHE_DIR" not in cold

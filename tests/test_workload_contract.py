@@ -1,0 +1,72 @@
+"""One contract over every registered workload and every installed stack (tiny sizes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stackwars import workloads
+from stackwars.frameworks import FRAMEWORKS, all_stacks, missing_reason
+from stackwars.frameworks.base import RunSettings
+from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.worker import CellRun
+from stackwars.timing.timer import TimingConfig
+
+BUILTIN = sorted(workloads.registry())
+TINY_TIMING = TimingConfig(
+    steady_budget_s=0.02, min_steady_s=0.0, warmup_budget_s=0.02, min_blocks=3
+)
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_workload_is_complete_and_deterministic(name: str) -> None:
+    workload = workloads.get(name)
+    assert set(workload.implementations) == set(FRAMEWORKS), "every framework, no gaps"
+    params = workload.resolve(workload.tiny)
+    first = workload.make_inputs(params, 0)
+    again = workload.make_inputs(params, 0)
+    other = workload.make_inputs(params, 1)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(np.array_equal(a, b) for a, b in zip(first, other, strict=True))
+    reference = workload.reference(params, first)
+    assert np.asarray(reference).dtype == np.float64
+    work = workload.work(params)
+    assert work.flops > 0 and work.bytes > 0
+    assert workload.memory_bytes(params) > 0
+    for param in workload.params:
+        assert param.parse(str(param.default)) == param.default
+
+
+CELLS = [
+    pytest.param(name, str(stack), id=f"{name}-{stack}")
+    for name in BUILTIN
+    for stack in all_stacks()
+]
+
+
+@pytest.mark.parametrize(("name", "stack"), CELLS)
+def test_every_stack_matches_the_reference_at_tiny_size(
+    name: str, stack: str, tmp_path: Path
+) -> None:
+    framework = stack.partition(":")[0]
+    if missing_reason(framework):
+        pytest.skip(missing_reason(framework) or "")
+    workload = workloads.get(name)
+    spec = CellSpec(name, workload.resolve(workload.tiny), stack)
+    request = Request(spec, RunSettings(cache_dir=str(tmp_path)), TINY_TIMING)
+    cell = CellRun(request).run()
+    assert cell.status == "ok", cell.reason
+    assert cell.parity.ok
+    assert cell.parity.computed_dtype == spec.params.get("dtype", cell.parity.computed_dtype)
+    assert cell.steady.median_s is not None and cell.steady.median_s > 0
+    assert cell.times.first_run_s is not None and cell.times.first_run_s > 0
+    assert cell.runs_to_steady is not None
+
+
+def test_tiny_parameters_are_small() -> None:
+    for name in BUILTIN:
+        workload = workloads.get(name)
+        params = workload.resolve(workload.tiny)
+        assert workload.memory_bytes(params) < 64 * 2**20, name
