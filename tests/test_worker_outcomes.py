@@ -139,3 +139,43 @@ def test_stacks_without_an_implementation_are_listed_unsupported(tmp_path: Path)
     assert cells["numpy:eager"]["status"] == "ok"
     assert cells["jax:jit"]["status"] == "unsupported"
     assert "no jax implementation" in cells["jax:jit"]["reason"]
+
+
+def test_a_framework_not_installed_is_unsupported_without_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stackwars.frameworks import FRAMEWORKS
+    from stackwars.runner import plan
+
+    real = plan.missing_reason
+
+    def torch_missing(framework: str) -> str | None:
+        if framework == "torch":
+            return f"torch is not installed; fix: {FRAMEWORKS['torch'].install_hint()}"
+        return real(framework)
+
+    monkeypatch.setattr(plan, "missing_reason", torch_missing)
+    out = tmp_path / "run.json"
+    argv = [
+        "run",
+        "--workload",
+        "gemm",
+        "--param",
+        "n=8",
+        "--stacks",
+        "numpy,torch",
+        "--db",
+        str(tmp_path / "db"),
+        "--budget",
+        "0.05",
+        "--quiet",
+        "--json",
+        str(out),
+    ]
+    assert main(argv) == 0
+    cells = {c["stack"]: c for c in json.loads(out.read_text())["cells"]}
+    assert cells["numpy:eager"]["status"] == "ok"
+    for stack in ("torch:eager", "torch:compile"):
+        assert cells[stack]["status"] == "unsupported"
+        assert "pip install 'stackwars[torch]'" in cells[stack]["reason"]
+        assert cells[stack]["wall_s"] is None  # no worker was started

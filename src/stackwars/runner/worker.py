@@ -22,7 +22,6 @@ from stackwars.frameworks import FRAMEWORKS, load_framework
 from stackwars.frameworks.base import Framework, RunSettings
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Steady, WorkCounts
-from stackwars.runner import parity
 from stackwars.runner.protocol import Request
 from stackwars.timing.timer import Measurement, Timer
 
@@ -203,6 +202,10 @@ class CellRun:
     def _check_parity(
         self, framework: Framework, fn: Callable[..., Any], arrays: Any, inputs: Any
     ) -> None:
+        # Imported here, not at the top: parity needs NumPy, and NumPy must not be loaded
+        # before the framework's import is timed (for the numpy stack it is the framework).
+        from stackwars.runner import parity
+
         outputs = framework.to_host(fn(*arrays))
         reference = self.workload.reference(self.params, inputs)
         self.cell.parity, reason = parity.check(self.workload, self.params, outputs, reference)
