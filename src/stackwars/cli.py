@@ -85,7 +85,7 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
         "--budget",
         type=float,
         metavar="S",
-        help="steady-state time budget per cell, seconds (10; quick: 0.5)",
+        help="steady-state time budget per cell, seconds (10; quick: 0.3)",
     )
     limits.add_argument(
         "--cache",

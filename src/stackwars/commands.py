@@ -26,6 +26,7 @@ from stackwars.suites import SUITES, get_suite
 from stackwars.timing.timer import TimingConfig
 
 EXIT_NOT_ALL_OK = 1
+WIDE_OUTPUT = 160
 
 
 def dispatch(command: str, args: argparse.Namespace, argv: list[str]) -> int:
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     sinks: list[session.Sink] = [results.add_cell]
     if json_path:
         sinks.append(lambda current, _cell: current.write_json(json_path))
-    console = Console()
+    console = report_console()
     try:
         with Progress(total=len(planned), quiet=args.quiet) as progress:
             session.execute(planned, options, record, sinks, progress)
@@ -116,6 +117,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     _report(console, record, args, results.path)
     strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
     return EXIT_NOT_ALL_OK if strict_failure else 0
+
+
+def report_console() -> Console:
+    """The terminal's width on a terminal; wide enough for whole tables in files and CI logs."""
+    console = Console()
+    return console if console.is_terminal else Console(width=WIDE_OUTPUT)
 
 
 def _report(console: Console, record: Run, args: argparse.Namespace, db: Path) -> None:

@@ -40,7 +40,7 @@ SUITES: dict[str, Suite] = {
             # Short budgets keep the default run near 90 s on 2 cores (cold torch.compile alone
             # takes ~10 s a cell); cells that miss the 1 % target in time say so (stable:
             # false) instead of running longer.
-            timing={"steady_budget_s": 0.5, "warmup_budget_s": 1.0, "min_steady_s": 0.1},
+            timing={"steady_budget_s": 0.3, "warmup_budget_s": 0.5, "min_steady_s": 0.1},
         ),
         Suite(
             name="seed-blog",

@@ -242,7 +242,8 @@ def _rich_table(table: Table) -> RichTable:
     )
     for name in COLUMNS:
         justify = "left" if name in ("Stack", "Parity") else "right"
-        rich_table.add_column(name, justify=justify)
+        # Numbers and stack names are never wrapped or cut; only a failure reason may wrap.
+        rich_table.add_column(name, justify=justify, no_wrap=name != "First run")
     for row in table.rows:
         texts = row.texts(TERMINAL_REASON_CHARS)
         if row.ok:

@@ -121,7 +121,6 @@ class CellRun:
             "run": vars(settings),
             "timing": vars(self.request.timing),
             "seed": self.request.seed,
-            "hold_outputs": framework.is_async() and not spec.to_host,
         }
         self.cell.memory.rss_after_import_bytes = peak_rss_bytes()
         inputs = self.workload.make_inputs(self.params, self.request.seed)
@@ -159,7 +158,6 @@ class CellRun:
             first_call=first,
             on_first_run=lambda total: phases.update(framework.first_run_phases(total)),
             compile_count=framework.compile_count,
-            hold_outputs=framework.is_async() and not self.request.cell.to_host,
         )
         return timer.measure()
 
