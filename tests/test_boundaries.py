@@ -8,7 +8,8 @@ import sys
 
 PROBE = """
 import json, sys
-from stackwars import commands, workloads
+from stackwars import workloads
+from stackwars.commands import listing
 from stackwars.cli import build_parser
 from stackwars.runner import plan
 from stackwars.suites import SUITES
@@ -16,7 +17,7 @@ for suite in SUITES.values():
     plan.plan(plan.suite_cells(suite, None, "cpu"), 2**40)
 for workload in workloads.registry().values():
     workload.work(workload.defaults()); workload.memory_bytes(workload.defaults())
-commands._workload_table(); commands._stack_table(); commands._suite_table()
+listing.workload_table(); listing.stack_table(); listing.suite_table()
 print(json.dumps(sorted(m for m in ("numpy", "jax", "torch", "tensorflow") if m in sys.modules)))
 """
 

@@ -6,6 +6,7 @@ The public Python API is what this module exports; everything else is private.
 
 from stackwars.errors import StackwarsError, UsageError
 from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, parse_stack
+from stackwars.results.frame import results_frame
 from stackwars.results.run import Run
 from stackwars.results.schema import SCHEMA_VERSION, Cell
 from stackwars.workloads import Param, Work, Workload, load_workload_file, register, registry
@@ -29,4 +30,5 @@ __all__ = [
     "parse_stack",
     "register",
     "registry",
+    "results_frame",
 ]

@@ -113,6 +113,11 @@ def _add_run_output(run: argparse.ArgumentParser) -> None:
     output = run.add_argument_group("output")
     output.add_argument("--json", metavar="PATH", help="also write the run as JSON, kept current")
     output.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="finish an interrupted run (an id or 'latest') without redoing finished cells",
+    )
+    output.add_argument(
         "--db", metavar="PATH", help="results store (default $STACKWARS_DB or ./stackwars.sqlite)"
     )
     output.add_argument("--markdown", metavar="PATH", help="also write the tables as markdown")
@@ -135,7 +140,25 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("what", choices=("workloads", "stacks", "suites"))
     listing.add_argument("--workload-file", action="append", default=[], metavar="PATH")
     subparsers.add_parser("env", help="this machine and the installed framework versions")
+    _add_results_commands(subparsers)
     return parser
+
+
+def _add_results_commands(subparsers: argparse._SubParsersAction[_Parser]) -> None:
+    db_help = "results store (default $STACKWARS_DB or ./stackwars.sqlite)"
+    runs = subparsers.add_parser("runs", help="list the stored runs")
+    runs.add_argument("--db", metavar="PATH", help=db_help)
+    show = subparsers.add_parser(
+        "show", help="the tables of a stored run, with sweeps and crossovers"
+    )
+    show.add_argument("run", nargs="?", default="latest", help="a run id or 'latest' (default)")
+    show.add_argument("--db", metavar="PATH", help=db_help)
+    show.add_argument("--markdown", metavar="PATH", help="also write the tables as markdown")
+    export = subparsers.add_parser("export", help="a stored run as JSON or CSV")
+    export.add_argument("run", help="a run id or 'latest'")
+    export.add_argument("--format", choices=("json", "csv"), default="json")
+    export.add_argument("--out", metavar="PATH", help="write here instead of standard output")
+    export.add_argument("--db", metavar="PATH", help=db_help)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -70,3 +72,19 @@ class RunOptions:
     timing: TimingConfig = field(default_factory=TimingConfig)
     workload_files: tuple[str, ...] = ()
     cache_root: Path | None = None  # where compile caches live; a temporary folder when None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["cache_root"] = str(self.cache_root) if self.cache_root else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunOptions:
+        """Options as stored with a run (for --resume); unknown keys are ignored."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["timing"] = TimingConfig(**values.get("timing", {}))
+        values["workload_files"] = tuple(values.get("workload_files", ()))
+        root = values.get("cache_root")
+        values["cache_root"] = Path(root) if root else None
+        return cls(**values)

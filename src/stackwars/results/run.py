@@ -31,6 +31,7 @@ class Run:
     versions: dict[str, Any]
     argv: list[str]
     options: dict[str, Any] = field(default_factory=dict)
+    planned: list[dict[str, Any]] = field(default_factory=list)  # every cell asked for
     finished: str | None = None
     status: str = "running"
     cells: list[Cell] = field(default_factory=list)
@@ -45,6 +46,7 @@ class Run:
             "versions": self.versions,
             "argv": self.argv,
             "options": self.options,
+            "planned": self.planned,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,6 +69,7 @@ class Run:
             versions=header.get("versions", {}),
             argv=header.get("argv", []),
             options=header.get("options", {}),
+            planned=header.get("planned", []),
             finished=header.get("finished"),
             status=header.get("status", "complete"),
             cells=[Cell.from_dict(cell) for cell in data.get("cells", [])],

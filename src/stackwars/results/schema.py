@@ -20,6 +20,14 @@ SCHEMA_VERSION = 1
 STATUSES = ("ok", "mismatch", "oom", "timeout", "error", "unsupported")
 
 
+def cell_key(
+    workload: str, params: dict[str, Any], stack: str, device: str, to_host: bool
+) -> tuple[str, str, str, str, bool]:
+    """What identifies a cell within a run (and across runs, for comparisons)."""
+    text = ",".join(f"{k}={params[k]}" for k in sorted(params))
+    return (workload, text, stack, device, to_host)
+
+
 @dataclass
 class Times:
     import_s: float | None = None
@@ -112,8 +120,7 @@ class Cell:
     wall_s: float | None = None  # the worker's whole life, seen from the parent
 
     def key(self) -> tuple[str, str, str, str, bool]:
-        params = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params))
-        return (self.workload, params, self.stack, self.device, self.to_host)
+        return cell_key(self.workload, self.params, self.stack, self.device, self.to_host)
 
     def label(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items())

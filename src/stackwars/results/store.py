@@ -7,6 +7,9 @@ schema in ``schema.py``) next to a few indexed columns for listing and lookup.
 History of STORE_VERSION (the layout of the tables, apart from the JSON they hold):
 
 * 1 (2026-11-22): tables meta, runs, cells.
+* 2 (2026-11-22): cells.cell_key (workload, parameters, stack, device, to-host), so that
+  ``--resume`` finds finished cells without parsing every cell's JSON; filled in from the
+  stored JSON when a version-1 store is opened.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from stackwars.errors import UsageError
 from stackwars.results.jsonio import dump
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell
 
-STORE_VERSION = 1
+STORE_VERSION = 2
 DEFAULT_DB = "stackwars.sqlite"
 
 _TABLES = """
@@ -36,10 +40,27 @@ CREATE TABLE IF NOT EXISTS cells (
     run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL,
     workload TEXT NOT NULL, params TEXT NOT NULL, stack TEXT NOT NULL, device TEXT NOT NULL,
     to_host INTEGER NOT NULL, status TEXT NOT NULL, median_s REAL, data TEXT NOT NULL,
+    cell_key TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
 CREATE INDEX IF NOT EXISTS cells_by_workload ON cells (workload, stack);
 """
+
+
+def key_text(key: tuple[str, str, str, str, bool]) -> str:
+    return json.dumps(key)
+
+
+def _migrate_1_to_2(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE cells ADD COLUMN cell_key TEXT NOT NULL DEFAULT ''")
+    rows = db.execute("SELECT run_id, seq, data FROM cells").fetchall()
+    for run_id, seq, data in rows:
+        key = key_text(Cell.from_dict(json.loads(data)).key())
+        db.execute("UPDATE cells SET cell_key = ? WHERE run_id = ? AND seq = ?", (key, run_id, seq))
+
+
+# Version n -> n + 1, applied in order to an older store when it is opened.
+_MIGRATIONS = {1: _migrate_1_to_2}
 
 
 def default_path(explicit: str | None = None) -> Path:
@@ -54,6 +75,16 @@ class Store:
         with self._connect() as db:
             self._check_version(db)
 
+    @classmethod
+    def existing(cls, path: Path) -> Store:
+        """A store that must already exist (for commands that only read)."""
+        if not path.is_file():
+            raise UsageError(
+                f"no results store at {path}; run 'stackwars run' first, or point --db "
+                "(or STACKWARS_DB) at an existing store"
+            )
+        return cls(path)
+
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         db = sqlite3.connect(self.path, timeout=30)
@@ -64,16 +95,22 @@ class Store:
             db.close()
 
     def _check_version(self, db: sqlite3.Connection) -> None:
-        db.executescript(_TABLES)
+        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         row = db.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
         if row is None:
+            db.executescript(_TABLES)
             db.execute("INSERT INTO meta VALUES ('store_version', ?)", (str(STORE_VERSION),))
-        elif int(row[0]) > STORE_VERSION:
+            return
+        version = int(row[0])
+        if version > STORE_VERSION:
             raise UsageError(
                 f"results store {self.path} was written by a newer stackwars (store version "
-                f"{row[0]}, this one reads up to {STORE_VERSION}); upgrade stackwars or use "
+                f"{version}, this one reads up to {STORE_VERSION}); upgrade stackwars or use "
                 "another --db"
             )
+        for step in range(version, STORE_VERSION):
+            _MIGRATIONS[step](db)
+        db.execute("UPDATE meta SET value = ? WHERE key = 'store_version'", (str(STORE_VERSION),))
 
     def begin_run(self, run: Run) -> None:
         with self._connect() as db:
@@ -86,7 +123,7 @@ class Store:
         with self._connect() as db:
             seq = db.execute("SELECT COUNT(*) FROM cells WHERE run_id = ?", (run.id,)).fetchone()
             db.execute(
-                "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.id,
                     seq[0],
@@ -98,6 +135,7 @@ class Store:
                     cell.status,
                     cell.steady.median_s,
                     dump(cell.to_dict()),
+                    key_text(cell.key()),
                 ),
             )
 
@@ -112,7 +150,34 @@ class Store:
         with self._connect() as db:
             return [row[0] for row in db.execute("SELECT id FROM runs ORDER BY started, id")]
 
+    def resolve(self, run_id: str) -> str:
+        """A run id as given, or the newest run for ``latest``."""
+        if run_id != "latest":
+            return run_id
+        ids = self.run_ids()
+        if not ids:
+            raise UsageError(f"no runs in {self.path} yet; start one with 'stackwars run'")
+        return ids[-1]
+
+    def summaries(self) -> list[tuple[dict[str, Any], dict[str, int]]]:
+        """Per run, oldest first: its header, and its count of cells by status."""
+        with self._connect() as db:
+            runs = db.execute("SELECT id, header FROM runs ORDER BY started, id").fetchall()
+            counts = db.execute(
+                "SELECT run_id, status, COUNT(*) FROM cells GROUP BY run_id, status"
+            ).fetchall()
+        by_run: dict[str, dict[str, int]] = {}
+        for run_id, status, count in counts:
+            by_run.setdefault(run_id, {})[status] = count
+        return [(json.loads(header), by_run.get(run_id, {})) for run_id, header in runs]
+
+    def finished_keys(self, run_id: str) -> set[str]:
+        with self._connect() as db:
+            rows = db.execute("SELECT cell_key FROM cells WHERE run_id = ?", (run_id,))
+            return {row[0] for row in rows}
+
     def load_run(self, run_id: str) -> Run:
+        run_id = self.resolve(run_id)
         with self._connect() as db:
             row = db.execute("SELECT header FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:

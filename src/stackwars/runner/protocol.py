@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stackwars.frameworks.base import RunSettings
+from stackwars.results.schema import cell_key
 from stackwars.timing.timer import TimingConfig
 
 PROTOCOL_VERSION = 1
@@ -46,6 +47,9 @@ class CellSpec:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items())
         host = " →host" if self.to_host else ""
         return f"{self.workload}({params}) on {self.stack}{host} @ {self.device}"
+
+    def key(self) -> tuple[str, str, str, str, bool]:
+        return cell_key(self.workload, self.params, self.stack, self.device, self.to_host)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""What each command does, given parsed arguments. Returns the exit status."""
+"""``stackwars run``: plan the cells, run each in a worker, store and show the results."""
 
 from __future__ import annotations
 
@@ -7,14 +7,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from stackwars import workloads
 from stackwars.config import RunOptions, default_memory_budget, parse_device, parse_size
 from stackwars.errors import UsageError
-from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, missing_reason
+from stackwars.frameworks import all_stacks
 from stackwars.frameworks import parse_stacks as parse_stack_list
+from stackwars.report.console import report_console
 from stackwars.report.progress import Progress
 from stackwars.report.table import build_tables, render_markdown, render_rich
 from stackwars.results import metadata, store
@@ -22,16 +20,10 @@ from stackwars.results.run import Run, new_run_id, now
 from stackwars.results.schema import Cell
 from stackwars.runner import plan, session
 from stackwars.runner.protocol import CellSpec
-from stackwars.suites import SUITES, get_suite
+from stackwars.suites import get_suite
 from stackwars.timing.timer import TimingConfig
 
 EXIT_NOT_ALL_OK = 1
-WIDE_OUTPUT = 160
-
-
-def dispatch(command: str, args: argparse.Namespace, argv: list[str]) -> int:
-    handlers = {"run": run, "list": list_things, "env": env}
-    return handlers[command](args, argv)
 
 
 def timing_config(args: argparse.Namespace, overrides: dict[str, float]) -> TimingConfig:
@@ -87,26 +79,64 @@ def chosen_cells(args: argparse.Namespace, device: str) -> tuple[list[CellSpec],
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
-    for path in args.workload_file:
-        workloads.load_workload_file(path)
-    cells, overrides = chosen_cells(args, parse_device(args.device))
-    options = run_options(args, overrides)
-    planned = plan.plan(cells, options.memory_budget)
-    results = store.Store(store.default_path(args.db))
-    record = Run(
-        id=new_run_id(),
-        started=now(),
-        machine={**metadata.machine_info(), "blas_env": metadata.blas_environment()},
-        versions=metadata.framework_versions(),
-        argv=argv,
-        options=_jsonable(options),
-    )
+    results = None
+    if args.resume:
+        record, options, remaining, results = _resumed(args)
+    else:
+        for path in args.workload_file:
+            workloads.load_workload_file(path)
+        cells, overrides = chosen_cells(args, parse_device(args.device))
+        options = run_options(args, overrides)
+        remaining = cells
+        record = Run(
+            id=new_run_id(),
+            started=now(),
+            machine={**metadata.machine_info(), "blas_env": metadata.blas_environment()},
+            versions=metadata.framework_versions(),
+            argv=argv,
+            options=options.to_dict(),
+            planned=[dataclasses.asdict(cell) for cell in cells],
+        )
+    planned = plan.plan(remaining, options.memory_budget)
+    results = results or store.Store(store.default_path(args.db))
     results.begin_run(record)
+    _execute(record, planned, options, results, args)
+    strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
+    return EXIT_NOT_ALL_OK if strict_failure else 0
+
+
+def _resumed(args: argparse.Namespace) -> tuple[Run, RunOptions, list[CellSpec], store.Store]:
+    """The stored run, its options, and the cells it has not finished."""
+    if args.suite or args.workload or args.param or args.stacks:
+        raise UsageError(
+            "--resume continues a stored run as it was planned; drop the other "
+            "selection options (--suite, --workload, --param, --stacks)"
+        )
+    results = store.Store(store.default_path(args.db))
+    record = results.load_run(args.resume)
+    if not record.planned:
+        raise UsageError(f"run {record.id} stored no plan to resume; start a new run")
+    options = RunOptions.from_dict(record.options)
+    for path in options.workload_files:
+        workloads.load_workload_file(path)
+    done = {cell.key() for cell in record.cells}
+    cells = [CellSpec(**spec) for spec in record.planned]
+    remaining = [cell for cell in cells if cell.key() not in done]
+    record.status, record.finished = "running", None
+    return record, options, remaining, results
+
+
+def _execute(
+    record: Run,
+    planned: list[plan.PlannedCell],
+    options: RunOptions,
+    results: store.Store,
+    args: argparse.Namespace,
+) -> None:
     json_path = Path(args.json) if args.json else None
     sinks: list[session.Sink] = [results.add_cell]
     if json_path:
         sinks.append(lambda current, _cell: current.write_json(json_path))
-    console = report_console()
     try:
         with Progress(total=len(planned), quiet=args.quiet) as progress:
             session.execute(planned, options, record, sinks, progress)
@@ -114,81 +144,16 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         results.finish_run(record)
         if json_path:
             record.write_json(json_path)
-    _report(console, record, args, results.path)
-    strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
-    return EXIT_NOT_ALL_OK if strict_failure else 0
-
-
-def report_console() -> Console:
-    """The terminal's width on a terminal; wide enough for whole tables in files and CI logs."""
-    console = Console()
-    return console if console.is_terminal else Console(width=WIDE_OUTPUT)
-
-
-def _report(console: Console, record: Run, args: argparse.Namespace, db: Path) -> None:
+    console = report_console()
     tables = build_tables(record.cells)
     console.print(render_rich(tables))
     if args.markdown:
         Path(args.markdown).write_text(render_markdown(tables), encoding="utf-8")
-    counts = _status_counts(record.cells)
-    console.print(f"run {record.id}: {counts}; stored in {db}")
+    console.print(f"run {record.id}: {status_counts(record.cells)}; stored in {results.path}")
 
 
-def _status_counts(cells: list[Cell]) -> str:
+def status_counts(cells: list[Cell]) -> str:
     counts: dict[str, int] = {}
     for cell in cells:
         counts[cell.status] = counts.get(cell.status, 0) + 1
     return ", ".join(f"{n} {status}" for status, n in counts.items()) or "no cells"
-
-
-def _jsonable(options: RunOptions) -> dict[str, Any]:
-    data = dataclasses.asdict(options)
-    data["cache_root"] = str(options.cache_root) if options.cache_root else None
-    return data
-
-
-def list_things(args: argparse.Namespace, argv: list[str]) -> int:
-    for path in args.workload_file:
-        workloads.load_workload_file(path)
-    console = Console()
-    listers = {"workloads": _workload_table, "stacks": _stack_table, "suites": _suite_table}
-    console.print(listers[args.what]())
-    return 0
-
-
-def _workload_table() -> Table:
-    table = Table("workload", "parameters (default)", "frameworks", "description")
-    for workload in workloads.registry().values():
-        params = ", ".join(f"{p.name}={p.default}" for p in workload.params)
-        table.add_row(
-            workload.name, params, ", ".join(workload.implementations), workload.description
-        )
-    return table
-
-
-def _stack_table() -> Table:
-    table = Table("stack", "installed", "version", "devices", "why not")
-    for stack in all_stacks():
-        reason = missing_reason(stack.framework)
-        info = FRAMEWORKS[stack.framework]
-        table.add_row(
-            str(stack),
-            "no" if reason else "yes",
-            installed_version(stack.framework) or "-",
-            ", ".join(info.devices),
-            reason or "",
-        )
-    return table
-
-
-def _suite_table() -> Table:
-    table = Table("suite", "cells", "description")
-    for suite in SUITES.values():
-        count = len(plan.suite_cells(suite, None, "cpu"))
-        table.add_row(suite.name, str(count), suite.description)
-    return table
-
-
-def env(args: argparse.Namespace, argv: list[str]) -> int:
-    Console().print(metadata.render_env(metadata.collect_env()))
-    return 0

@@ -1,0 +1,23 @@
+"""What each command does, given parsed arguments; each returns the exit status."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from stackwars.commands import listing, results, run
+
+Handler = Callable[[argparse.Namespace, list[str]], int]
+
+HANDLERS: dict[str, Handler] = {
+    "run": run.run,
+    "list": listing.list_things,
+    "env": listing.env,
+    "runs": results.runs,
+    "show": results.show,
+    "export": results.export,
+}
+
+
+def dispatch(command: str, args: argparse.Namespace, argv: list[str]) -> int:
+    return HANDLERS[command](args, argv)

@@ -1,0 +1,55 @@
+"""``stackwars list`` and ``stackwars env``."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from stackwars import workloads
+from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, missing_reason
+from stackwars.report.console import report_console
+from stackwars.results import metadata
+from stackwars.runner import plan
+from stackwars.suites import SUITES
+
+
+def list_things(args: argparse.Namespace, argv: list[str]) -> int:
+    for path in args.workload_file:
+        workloads.load_workload_file(path)
+    listers = {"workloads": workload_table, "stacks": stack_table, "suites": suite_table}
+    report_console().print(listers[args.what]())
+    return 0
+
+
+def workload_table() -> Table:
+    table = Table("workload", "parameters (default)", "frameworks", "description")
+    for workload in workloads.registry().values():
+        params = ", ".join(f"{p.name}={p.default}" for p in workload.params)
+        frameworks = ", ".join(workload.implementations)
+        table.add_row(workload.name, params, frameworks, workload.description)
+    return table
+
+
+def stack_table() -> Table:
+    table = Table("stack", "installed", "version", "devices", "why not")
+    for stack in all_stacks():
+        reason = missing_reason(stack.framework)
+        info = FRAMEWORKS[stack.framework]
+        version = installed_version(stack.framework) or "-"
+        installed = "no" if reason else "yes"
+        table.add_row(str(stack), installed, version, ", ".join(info.devices), reason or "")
+    return table
+
+
+def suite_table() -> Table:
+    table = Table("suite", "cells", "description")
+    for suite in SUITES.values():
+        count = len(plan.suite_cells(suite, None, "cpu"))
+        table.add_row(suite.name, str(count), suite.description)
+    return table
+
+
+def env(args: argparse.Namespace, argv: list[str]) -> int:
+    report_console().print(metadata.render_env(metadata.collect_env()))
+    return 0
