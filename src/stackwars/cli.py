@@ -107,6 +107,17 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
         help="JAX 64-bit: auto turns it on for float64 cells",
     )
     limits.add_argument("--seed", type=int, default=0, help="input seed (0)")
+    limits.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="measure each cell in N fresh workers, in random interleaved order; statistics "
+        "then treat workers as the unit",
+    )
+    limits.add_argument(
+        "--order-seed", type=int, default=0, metavar="N", help="seed of the --repeat order (0)"
+    )
 
 
 def _add_run_output(run: argparse.ArgumentParser) -> None:
@@ -154,11 +165,36 @@ def _add_results_commands(subparsers: argparse._SubParsersAction[_Parser]) -> No
     show.add_argument("run", nargs="?", default="latest", help="a run id or 'latest' (default)")
     show.add_argument("--db", metavar="PATH", help=db_help)
     show.add_argument("--markdown", metavar="PATH", help="also write the tables as markdown")
+    show.add_argument("--baseline", metavar="STACK", help="compare every stack with this one")
+    _add_verdict_options(show)
     export = subparsers.add_parser("export", help="a stored run as JSON or CSV")
     export.add_argument("run", help="a run id or 'latest'")
     export.add_argument("--format", choices=("json", "csv"), default="json")
     export.add_argument("--out", metavar="PATH", help="write here instead of standard output")
     export.add_argument("--db", metavar="PATH", help=db_help)
+    compare = subparsers.add_parser(
+        "compare", help="the same cells in two runs: ratio, interval, rank test, verdict"
+    )
+    compare.add_argument("run_a", metavar="RUN_A", help="the baseline run (an id or 'latest')")
+    compare.add_argument("run_b", metavar="RUN_B", help="the candidate run")
+    compare.add_argument("--db", metavar="PATH", help=db_help)
+    _add_verdict_options(compare)
+
+
+def _add_verdict_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=5.0,
+        metavar="PCT",
+        help="smallest change called a difference when significant (5)",
+    )
+    parser.add_argument(
+        "--fail-above",
+        type=float,
+        metavar="PCT",
+        help="exit 1 when a cell is significantly slower by more than PCT percent (for CI)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

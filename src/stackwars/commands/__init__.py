@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from stackwars.commands import listing, results, run
+from stackwars.commands import compare, listing, results, run
 
 Handler = Callable[[argparse.Namespace, list[str]], int]
 
@@ -16,6 +16,7 @@ HANDLERS: dict[str, Handler] = {
     "runs": results.runs,
     "show": results.show,
     "export": results.export,
+    "compare": compare.compare,
 }
 
 

@@ -10,10 +10,14 @@ from pathlib import Path
 
 from rich.table import Table
 
+from stackwars.commands.compare import report, threshold_of
+from stackwars.errors import UsageError
+from stackwars.report.comparison import compare_stacks
 from stackwars.report.console import report_console
 from stackwars.report.crossover import crossovers, find_sweeps, sweep_table
 from stackwars.report.table import build_tables, render_markdown, render_rich
 from stackwars.results import flat, store
+from stackwars.results.aggregate import merge_repeats
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import Run
 
@@ -36,14 +40,20 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
     record = _store(args).load_run(args.run)
     console = report_console()
     console.print(f"run {record.id} ({record.status}), started {record.started}")
-    tables = build_tables(record.cells)
+    cells = merge_repeats(record.cells)
+    tables = build_tables(cells)
     console.print(render_rich(tables))
-    for sweep in find_sweeps(record.cells):
+    for sweep in find_sweeps(cells):
         console.print(sweep_table(sweep))
         for crossover in crossovers(sweep):
             console.print(f"crossover: {crossover.describe()}")
     if args.markdown:
         Path(args.markdown).write_text(render_markdown(tables), encoding="utf-8")
+    if args.baseline:
+        rows = compare_stacks(record.cells, args.baseline, threshold_of(args))
+        if not rows:
+            raise UsageError(f"stack {args.baseline!r} has no cells in run {record.id}")
+        return report(rows, f"every stack against {args.baseline}", args.fail_above)
     return 0
 
 

@@ -16,6 +16,7 @@ from stackwars.report.console import report_console
 from stackwars.report.progress import Progress
 from stackwars.report.table import build_tables, render_markdown, render_rich
 from stackwars.results import metadata, store
+from stackwars.results.aggregate import merge_repeats
 from stackwars.results.run import Run, new_run_id, now
 from stackwars.results.schema import Cell
 from stackwars.runner import plan, session
@@ -85,8 +86,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     else:
         for path in args.workload_file:
             workloads.load_workload_file(path)
-        cells, overrides = chosen_cells(args, parse_device(args.device))
+        chosen, overrides = chosen_cells(args, parse_device(args.device))
         options = run_options(args, overrides)
+        cells = plan.schedule(chosen, args.repeat, args.order_seed)
         remaining = cells
         record = Run(
             id=new_run_id(),
@@ -119,9 +121,9 @@ def _resumed(args: argparse.Namespace) -> tuple[Run, RunOptions, list[CellSpec],
     options = RunOptions.from_dict(record.options)
     for path in options.workload_files:
         workloads.load_workload_file(path)
-    done = {cell.key() for cell in record.cells}
+    done = {(cell.key(), cell.repeat) for cell in record.cells}
     cells = [CellSpec(**spec) for spec in record.planned]
-    remaining = [cell for cell in cells if cell.key() not in done]
+    remaining = [cell for cell in cells if (cell.key(), cell.repeat) not in done]
     record.status, record.finished = "running", None
     return record, options, remaining, results
 
@@ -145,7 +147,7 @@ def _execute(
         if json_path:
             record.write_json(json_path)
     console = report_console()
-    tables = build_tables(record.cells)
+    tables = build_tables(merge_repeats(record.cells))
     console.print(render_rich(tables))
     if args.markdown:
         Path(args.markdown).write_text(render_markdown(tables), encoding="utf-8")

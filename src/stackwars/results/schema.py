@@ -7,6 +7,8 @@ History of SCHEMA_VERSION:
 
 * 1 (2026-11-22): first version: run metadata, cells with times, first-run breakdown, warm-up
   runs, steady-state statistics with raw samples, compiles, memory, CPU, parity, work, settings.
+  Added since, without a version change (readers ignore what they do not know): ``repeat``,
+  ``memory.peak_tree_rss_bytes``, run ``planned``.
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ class Cell:
     stack: str
     device: str = "cpu"
     to_host: bool = False
+    repeat: int = 0  # which of the --repeat fresh workers measured this cell
     status: str = "error"
     reason: str = ""
     times: Times = field(default_factory=Times)

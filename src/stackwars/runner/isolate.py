@@ -152,6 +152,7 @@ def failed_cell(request: Request, status: str, reason: str) -> Cell:
         stack=spec.stack,
         device=spec.device,
         to_host=spec.to_host,
+        repeat=spec.repeat,
         status=status,
         reason=reason,
     )

@@ -3,7 +3,9 @@ cells cannot run here (and why) before any worker starts."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -106,6 +108,23 @@ def suite_cells(suite: Suite, stacks: Sequence[Stack] | None, device: str) -> li
         workload = workloads.get(entry.workload)
         cells.extend(cells_for(workload, entry.params, allowed, device, entry.to_host))
     return cells
+
+
+def schedule(cells: Sequence[CellSpec], repeat: int, seed: int) -> list[CellSpec]:
+    """Each cell ``repeat`` times in fresh workers: in rounds, each round a random order of
+    every cell (reproducible under ``seed``), so that drift over the run is spread over all
+    stacks instead of favouring the ones measured first."""
+    if repeat < 1:
+        raise ParameterError(f"--repeat {repeat} must be at least 1")
+    if repeat == 1:
+        return list(cells)
+    rng = random.Random(seed)
+    rounds = []
+    for index in range(repeat):
+        order = [dataclasses.replace(cell, repeat=index) for cell in cells]
+        rng.shuffle(order)
+        rounds.extend(order)
+    return rounds
 
 
 def skip_reason(spec: CellSpec) -> str:

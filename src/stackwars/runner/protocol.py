@@ -34,6 +34,7 @@ class CellSpec:
     stack: str
     device: str = "cpu"
     to_host: bool = False
+    repeat: int = 0  # which of the --repeat fresh workers this is
 
     @property
     def framework(self) -> str:

@@ -81,6 +81,7 @@ class CellRun:
             stack=spec.stack,
             device=spec.device,
             to_host=spec.to_host,
+            repeat=spec.repeat,
         )
         self.workload = workloads.get(spec.workload)
         self.params = self.workload.resolve(spec.params)

@@ -78,6 +78,22 @@ def bootstrap_ratio_ci(
     return float(low), float(high)
 
 
+def bootstrap_median_ci(
+    samples: Samples,
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile interval of the pooled median, resampling workers then blocks."""
+    import numpy as np
+
+    medians = _resampled_medians(np.random.default_rng(seed), samples, resamples)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(medians, [tail, 100 - tail])
+    return float(low), float(high)
+
+
 def _resampled_medians(rng: Any, samples: Samples, resamples: int) -> Any:
     import numpy as np
 

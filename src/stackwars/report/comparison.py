@@ -1,0 +1,122 @@
+"""Comparisons of cells: the same cells in two runs, or every stack against a baseline stack
+within one run. Data first (``ComparisonRow``), rendering after."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rich.table import Table as RichTable
+
+from stackwars.report.table import format_seconds
+from stackwars.results.schema import Cell
+from stackwars.timing.compare import Comparison, compare, geometric_mean
+
+Key = tuple[str, str, str, str, bool]
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    label: str
+    baseline_median: float | None
+    candidate_median: float | None
+    result: Comparison | None
+    note: str = ""  # why there is no result
+
+    def regression_above(self, percent: float) -> bool:
+        result = self.result
+        return (
+            result is not None
+            and result.verdict == "slower"
+            and ((result.ratio - 1) * 100 > percent)
+        )
+
+
+def _workers(cells: Iterable[Cell]) -> dict[Key, list[Cell]]:
+    groups: dict[Key, list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault(cell.key(), []).append(cell)
+    return groups
+
+
+def _row(label: str, base: list[Cell], cand: list[Cell], threshold: float) -> ComparisonRow:
+    failed = [c for c in base + cand if c.status != "ok" or not c.steady.samples_s]
+    if failed:
+        statuses = ", ".join(sorted({f"{c.stack} {c.status}" for c in failed}))
+        return ComparisonRow(label, None, None, None, f"not comparable: {statuses}")
+    result = compare(
+        [c.steady.samples_s for c in base], [c.steady.samples_s for c in cand], threshold=threshold
+    )
+    base_median = _pooled_median(base)
+    return ComparisonRow(label, base_median, base_median * result.ratio, result)
+
+
+def _pooled_median(cells: list[Cell]) -> float:
+    pooled = sorted(value for cell in cells for value in cell.steady.samples_s)
+    middle = len(pooled) // 2
+    return pooled[middle] if len(pooled) % 2 else (pooled[middle - 1] + pooled[middle]) / 2
+
+
+def _label(cell: Cell) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in cell.params.items())
+    host = " →host" if cell.to_host else ""
+    return f"{cell.workload}({params}) {cell.stack}{host} @ {cell.device}"
+
+
+def compare_runs(
+    baseline: Iterable[Cell], candidate: Iterable[Cell], threshold: float
+) -> list[ComparisonRow]:
+    """The cells both runs measured, baseline run first; cells in one run only are noted."""
+    base, cand = _workers(baseline), _workers(candidate)
+    rows = []
+    for key, cells in base.items():
+        if key in cand:
+            rows.append(_row(_label(cells[0]), cells, cand[key], threshold))
+        else:
+            rows.append(ComparisonRow(_label(cells[0]), None, None, None, "only in the baseline"))
+    rows.extend(
+        ComparisonRow(_label(cells[0]), None, None, None, "only in the candidate run")
+        for key, cells in cand.items()
+        if key not in base
+    )
+    return rows
+
+
+def compare_stacks(cells: Iterable[Cell], baseline: str, threshold: float) -> list[ComparisonRow]:
+    """Every stack against ``baseline`` for each workload, parameters, device and host setting."""
+    groups = _workers(cells)
+    rows = []
+    for key, base in groups.items():
+        if key[2] != baseline:
+            continue
+        for other_key, other in groups.items():
+            if other_key[2] != baseline and other_key[:2] + other_key[3:] == key[:2] + key[3:]:
+                label = f"{_label(other[0])} vs {baseline}"
+                rows.append(_row(label, base, other, threshold))
+    return rows
+
+
+def geometric_mean_ratio(rows: Iterable[ComparisonRow]) -> float | None:
+    ratios = [row.result.ratio for row in rows if row.result is not None]
+    return geometric_mean(ratios) if ratios else None
+
+
+def comparison_table(rows: list[ComparisonRow], title: str) -> RichTable:
+    table = RichTable(title=title, title_justify="left", title_style="bold")
+    for name in ("Cell", "Baseline", "Candidate", "Change", "95% CI of ratio", "p", "Verdict"):
+        table.add_column(name, justify="left" if name in ("Cell", "Verdict") else "right")
+    for row in rows:
+        result = row.result
+        if result is None:
+            table.add_row(row.label, "", "", "", "", "", row.note)
+            continue
+        table.add_row(
+            row.label,
+            format_seconds(row.baseline_median),
+            format_seconds(row.candidate_median),
+            f"{(result.ratio - 1) * 100:+.1f}%",
+            f"{result.ci_low:.3f}–{result.ci_high:.3f}",
+            f"{result.p_value:.2g}",
+            result.verdict,
+        )
+    return table

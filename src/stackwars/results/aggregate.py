@@ -1,0 +1,75 @@
+"""Repeated cells (``--repeat N``: the same cell in N fresh workers) merged into one result.
+
+The merged cell pools every worker's steady samples; its median is the pooled median and its
+interval a hierarchical bootstrap (workers, then blocks), because the variation between fresh
+processes is usually larger than within one. Times before steady state are the median over
+workers; peaks are the maximum. Cells that did not end ok are kept apart, as they are.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+from collections.abc import Iterable
+
+from stackwars.results.schema import Cell
+from stackwars.timing.compare import bootstrap_median_ci
+from stackwars.timing.stats import summarize
+
+TIME_FIELDS = (
+    "import_s",
+    "init_s",
+    "transfer_s",
+    "setup_s",
+    "first_run_s",
+    "second_run_s",
+    "dispatch_s",
+)
+
+
+def merge_repeats(cells: Iterable[Cell]) -> list[Cell]:
+    """One cell per key among the ok cells, in first-seen order; other cells unchanged."""
+    groups: dict[tuple[str, str, str, str, bool], list[Cell]] = {}
+    order: list[Cell | tuple[str, str, str, str, bool]] = []
+    for cell in cells:
+        if cell.status != "ok" or not cell.steady.samples_s:
+            order.append(cell)
+            continue
+        if cell.key() not in groups:
+            groups[cell.key()] = []
+            order.append(cell.key())
+        groups[cell.key()].append(cell)
+    return [item if isinstance(item, Cell) else _merge(groups[item]) for item in order]
+
+
+def _merge(workers: list[Cell]) -> Cell:
+    if len(workers) == 1:
+        return workers[0]
+    cell = copy.deepcopy(workers[0])
+    samples = [worker.steady.samples_s for worker in workers]
+    pooled = [value for worker in samples for value in worker]
+    summary = summarize(pooled)
+    low, high = bootstrap_median_ci(samples)
+    steady = cell.steady
+    steady.median_s, steady.ci95_low_s, steady.ci95_high_s = summary.median, low, high
+    steady.iqr_s, steady.mad_s, steady.min_s = summary.iqr, summary.mad, summary.min
+    steady.mean_s, steady.std_s, steady.samples_s = summary.mean, summary.std, pooled
+    steady.blocks = sum(worker.steady.blocks for worker in workers)
+    steady.stable = all(worker.steady.stable for worker in workers)
+    for name in TIME_FIELDS:
+        values = [getattr(w.times, name) for w in workers if getattr(w.times, name) is not None]
+        setattr(cell.times, name, statistics.median(values) if values else None)
+    cell.runs_to_steady = max((w.runs_to_steady or 0) for w in workers)
+    cell.memory.peak_rss_bytes = max((w.memory.peak_rss_bytes or 0) for w in workers)
+    if cell.work.flops and summary.median > 0:
+        cell.gflops = cell.work.flops / summary.median / 1e9
+    cell.warnings = sorted({w for worker in workers for w in worker.warnings})
+    cell.warnings.append(_spread_note(workers))
+    return cell
+
+
+def _spread_note(workers: list[Cell]) -> str:
+    medians = sorted(w.steady.median_s or 0.0 for w in workers)
+    spread = (medians[-1] - medians[0]) / medians[0] if medians[0] > 0 else float("inf")
+    listed = ", ".join(f"{m * 1e3:.4g} ms" for m in medians)
+    return f"{len(workers)} workers, medians {listed} (spread {spread:.1%})"

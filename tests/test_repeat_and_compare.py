@@ -1,0 +1,143 @@
+"""--repeat scheduling and merging, run comparisons, verdicts and --fail-above exit codes."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from stackwars.cli import main
+from stackwars.errors import ParameterError
+from stackwars.results import store
+from stackwars.results.aggregate import merge_repeats
+from stackwars.results.run import Run, now
+from stackwars.results.schema import Cell, Steady
+from stackwars.runner.plan import schedule
+from stackwars.runner.protocol import CellSpec
+
+FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
+
+
+def specs() -> list[CellSpec]:
+    return [
+        CellSpec("gemm", {"n": 8}, stack) for stack in ("numpy:eager", "jax:jit", "torch:eager")
+    ]
+
+
+def test_repeat_runs_every_cell_once_per_round_in_a_seeded_random_order() -> None:
+    planned = schedule(specs(), repeat=4, seed=7)
+    assert len(planned) == 12
+    rounds = [planned[i : i + 3] for i in range(0, 12, 3)]
+    for index, one_round in enumerate(rounds):
+        assert sorted(c.stack for c in one_round) == sorted(c.stack for c in specs())
+        assert {c.repeat for c in one_round} == {index}
+    assert len({tuple(c.stack for c in r) for r in rounds}) > 1  # interleaved, not fixed
+    assert schedule(specs(), repeat=4, seed=7) == planned
+    assert schedule(specs(), repeat=4, seed=8) != planned
+    assert schedule(specs(), repeat=1, seed=7) == specs()
+
+
+def test_repeat_must_be_positive() -> None:
+    with pytest.raises(ParameterError, match="--repeat 0 must be at least 1"):
+        schedule(specs(), repeat=0, seed=0)
+
+
+def measured(
+    stack: str, center: float, *, repeat: int = 0, n: int = 60, seed: int = 0, status: str = "ok"
+) -> Cell:
+    rng = random.Random(seed)
+    samples = [center * (1 + rng.gauss(0, 0.01)) for _ in range(n)]
+    return Cell(
+        workload="gemm",
+        params={"n": 8},
+        stack=stack,
+        repeat=repeat,
+        status=status,
+        steady=Steady(median_s=center, blocks=n, samples_s=samples if status == "ok" else []),
+    )
+
+
+def test_repeats_merge_into_one_row_with_pooled_samples() -> None:
+    cells = [measured("numpy:eager", 1e-3 * (1 + i / 10), repeat=i, seed=i) for i in range(3)]
+    cells.append(measured("numpy:eager", 1e-3, repeat=3, status="timeout"))
+    merged = merge_repeats(cells)
+    assert [c.status for c in merged] == ["ok", "timeout"]
+    ok = merged[0]
+    assert len(ok.steady.samples_s) == 180 and ok.steady.blocks == 180
+    assert ok.steady.median_s == pytest.approx(1.1e-3, rel=0.02)
+    assert ok.steady.ci95_low_s is not None and ok.steady.ci95_high_s is not None
+    assert ok.steady.ci95_low_s < ok.steady.median_s < ok.steady.ci95_high_s
+    assert any("3 workers" in w and "spread 20.0%" in w for w in ok.warnings)
+
+
+def store_run(db: Path, run_id: str, cells: list[Cell]) -> None:
+    results = store.Store(db)
+    run = Run(id=run_id, started=now(), machine={}, versions={}, argv=[], status="complete")
+    results.begin_run(run)
+    for cell in cells:
+        results.add_cell(run, cell)
+    results.finish_run(run)
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path) -> Path:
+    db = tmp_path / "db.sqlite"
+    store_run(db, "a", [measured("numpy:eager", 1e-3, seed=1), measured("jax:jit", 1e-3, seed=2)])
+    store_run(db, "b", [measured("numpy:eager", 1e-3, seed=3), measured("jax:jit", 2e-3, seed=4)])
+    return db
+
+
+def test_compare_names_the_regression_and_fail_above_sets_the_exit_status(
+    two_runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", "a", "b", "--db", str(two_runs)]) == 0
+    out = capsys.readouterr().out
+    assert "slower" in out and "no clear difference" in out
+    assert re.search(r"\+(99|100)\.\d%", out)
+    assert "geometric mean of ratios: 1.41" in out
+    assert main(["compare", "a", "b", "--db", str(two_runs), "--fail-above", "10"]) == 1
+    assert "REGRESSION above 10%: gemm(n=8) jax:jit @ cpu" in capsys.readouterr().out
+    assert main(["compare", "a", "b", "--db", str(two_runs), "--fail-above", "150"]) == 0
+
+
+def test_show_baseline_compares_stacks_within_a_run(
+    two_runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", "b", "--db", str(two_runs), "--baseline", "numpy:eager"]) == 0
+    out = capsys.readouterr().out
+    assert "jax:jit @ cpu vs numpy:eager" in out and "slower" in out
+    assert main(["show", "b", "--db", str(two_runs), "--baseline", "torch:eager"]) == 2
+
+
+def test_bad_threshold_is_refused(two_runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "a", "b", "--db", str(two_runs), "--threshold", "-1"]) == 2
+    assert "--threshold -1.0 must be a percentage" in capsys.readouterr().err
+
+
+def test_repeat_end_to_end_stores_each_worker(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    argv = [
+        "run",
+        "--workload-file",
+        FAULTY,
+        "--workload",
+        "doubles",
+        "--stacks",
+        "numpy",
+        "--repeat",
+        "2",
+        "--db",
+        str(tmp_path / "db"),
+        "--budget",
+        "0.05",
+        "--quiet",
+        "--json",
+        str(out),
+    ]
+    assert main(argv) == 0
+    cells = json.loads(out.read_text())["cells"]
+    assert sorted(c["repeat"] for c in cells) == [0, 1]
+    assert all(c["status"] == "ok" for c in cells)
