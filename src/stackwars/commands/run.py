@@ -101,6 +101,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         )
     planned = plan.plan(remaining, options.memory_budget)
     results = results or store.Store(store.default_path(args.db))
+    for warning in machine_warnings(record.machine):
+        report_console().print(f"warning: {warning}")
     results.begin_run(record)
     _execute(record, planned, options, results, args)
     strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
@@ -152,6 +154,25 @@ def _execute(
     if args.markdown:
         Path(args.markdown).write_text(render_markdown(tables), encoding="utf-8")
     console.print(f"run {record.id}: {status_counts(record.cells)}; stored in {results.path}")
+
+
+def machine_warnings(machine: dict[str, Any]) -> list[str]:
+    """Machine settings that make every number of the run less stable, with the fix."""
+    warnings = []
+    governor = machine.get("governor")
+    if governor not in (None, "performance"):
+        warnings.append(
+            f"the CPU frequency governor is {governor!r}: clock speed follows load, so times "
+            "vary; for stable numbers set it to 'performance' (cpupower frequency-set -g "
+            "performance)"
+        )
+    load = machine.get("load_average")
+    if load and load[0] > 0.5:
+        warnings.append(
+            f"the 1-minute load average is {load[0]:.2f} before the run started: other work "
+            "shares the machine (each cell reports what it saw as background_cores)"
+        )
+    return warnings
 
 
 def status_counts(cells: list[Cell]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -25,6 +26,54 @@ from stackwars.runner.protocol import Request
 
 POLL_S = 0.05
 OUTPUT_TAIL_CHARS = 3000
+# Other processes using more than this many cores on average while a cell ran: its numbers
+# shared the machine and deserve a warning.
+BACKGROUND_LIMIT_CORES = 0.25
+
+
+class BackgroundMeter:
+    """CPU time that neither this process nor its (waited-for) children used, over a span.
+
+    The machine's busy time comes from /proc/stat (psutil.cpu_times); ours and our children's
+    from getrusage, which counts a worker and every descendant it waited for (Inductor's
+    compile processes) once the worker has been waited for.
+    """
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.busy = self._machine_busy()
+        self.ours = self._our_cpu()
+
+    @staticmethod
+    def _machine_busy() -> float:
+        times = psutil.cpu_times()
+        return sum(
+            getattr(times, name, 0.0)
+            for name in ("user", "nice", "system", "irq", "softirq", "steal")
+        )
+
+    @staticmethod
+    def _our_cpu() -> float:
+        total = 0.0
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+            usage = resource.getrusage(who)
+            total += usage.ru_utime + usage.ru_stime
+        return total
+
+    def cores(self) -> float:
+        """Average number of cores other processes kept busy since the meter started."""
+        wall = time.monotonic() - self.start
+        other = (self._machine_busy() - self.busy) - (self._our_cpu() - self.ours)
+        return max(0.0, other) / wall if wall > 0 else 0.0
+
+
+def background_warning(cores: float) -> str:
+    if cores <= BACKGROUND_LIMIT_CORES:
+        return ""
+    return (
+        f"background load: other processes kept {cores:.2f} CPU cores busy on average while "
+        f"this cell ran (of {psutil.cpu_count()}); its numbers shared the machine"
+    )
 
 
 @dataclass
@@ -94,6 +143,7 @@ def run_in_worker(request: Request, timeout_s: float, budget_bytes: int) -> Cell
         request_path.write_text(request.to_json(), encoding="utf-8")
         output_path = folder / "output.txt"
         started = time.monotonic()
+        meter = BackgroundMeter()
         with output_path.open("wb") as output:
             popen = subprocess.Popen(
                 [
@@ -118,6 +168,10 @@ def run_in_worker(request: Request, timeout_s: float, budget_bytes: int) -> Cell
         cell = _outcome(request, popen.returncode, seen, result_path, output_path)
         cell.wall_s = time.monotonic() - started
         cell.memory.peak_tree_rss_bytes = seen.peak_tree_rss
+        if not seen.killed_for:  # killed descendants are not ours to count any more
+            cores = meter.cores()
+            cell.settings["background_cores"] = cores
+            cell.warnings.extend(filter(None, [background_warning(cores)]))
         return cell
 
 

@@ -23,6 +23,7 @@ from stackwars.frameworks.base import Framework, RunSettings
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Steady, WorkCounts
 from stackwars.runner.protocol import Request
+from stackwars.timing.quality import measurement_warnings
 from stackwars.timing.timer import Measurement, Timer
 
 TRACEBACK_LINES = 25
@@ -214,22 +215,6 @@ class CellRun:
         if reason:
             raise CellFailed("mismatch", reason)
         self.cell.status = "ok"
-
-
-def measurement_warnings(m: Measurement) -> list[str]:
-    """What makes a measurement less trustworthy, with the numbers."""
-    warnings = []
-    if m.compiles_steady:
-        warnings.append(f"{m.compiles_steady} compilation(s) during steady state")
-    if not m.warmup_settled:
-        warnings.append(f"warm-up did not settle in {len(m.runs_s)} runs")
-    if not m.stable:
-        half = m.summary().ci_half_width_rel
-        warnings.append(
-            f"not stable: 95% CI half-width {half:.1%} of the median after "
-            f"{len(m.block_s)} blocks in {m.steady_wall_s:.2f} s"
-        )
-    return warnings
 
 
 def main(argv: list[str]) -> int:
