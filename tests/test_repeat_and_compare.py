@@ -141,3 +141,42 @@ def test_repeat_end_to_end_stores_each_worker(tmp_path: Path) -> None:
     cells = json.loads(out.read_text())["cells"]
     assert sorted(c["repeat"] for c in cells) == [0, 1]
     assert all(c["status"] == "ok" for c in cells)
+
+
+def test_history_flags_a_step_and_not_the_noise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stackwars.report.history import with_steps
+
+    levels = [1e-3, 1.002e-3, 0.999e-3, 1.5e-3, 1.501e-3]
+    rows = [
+        (f"r{i}", f"2026-11-0{i + 1}", measured("jax:jit", level, seed=i))
+        for i, level in enumerate(levels)
+    ]
+    points = with_steps(rows, threshold=0.05)
+    steps = [i for i, point in enumerate(points) if point.step is not None]
+    assert steps == [3]
+    step = points[3].step
+    assert step is not None and step.verdict == "slower"
+    db = tmp_path / "db.sqlite"
+    for run_id, _, cell in rows:
+        store_run(db, run_id, [cell])
+    assert main(["history", "--workload", "gemm", "--stack", "jax:jit", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("STEP:") == 1 and "slower" in out
+    assert (
+        main(
+            [
+                "history",
+                "--workload",
+                "gemm",
+                "--stack",
+                "jax:jit",
+                "--param",
+                "n=9",
+                "--db",
+                str(db),
+            ]
+        )
+        == 2
+    )

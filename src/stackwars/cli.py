@@ -179,21 +179,35 @@ def _add_results_commands(subparsers: argparse._SubParsersAction[_Parser]) -> No
     compare.add_argument("run_b", metavar="RUN_B", help="the candidate run")
     compare.add_argument("--db", metavar="PATH", help=db_help)
     _add_verdict_options(compare)
+    history = subparsers.add_parser(
+        "history", help="stored results of one workload on one stack over time, with steps"
+    )
+    history.add_argument("--workload", required=True)
+    history.add_argument("--stack", required=True, help="framework:mode")
+    history.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE", help="only these parameters"
+    )
+    history.add_argument("--db", metavar="PATH", help=db_help)
+    _add_threshold(history)
 
 
 def _add_verdict_options(parser: argparse.ArgumentParser) -> None:
+    _add_threshold(parser)
+    parser.add_argument(
+        "--fail-above",
+        type=float,
+        metavar="PCT",
+        help="exit 1 when a cell is significantly slower by more than PCT percent (for CI)",
+    )
+
+
+def _add_threshold(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threshold",
         type=float,
         default=5.0,
         metavar="PCT",
         help="smallest change called a difference when significant (5)",
-    )
-    parser.add_argument(
-        "--fail-above",
-        type=float,
-        metavar="PCT",
-        help="exit 1 when a cell is significantly slower by more than PCT percent (for CI)",
     )
 
 

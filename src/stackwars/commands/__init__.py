@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from stackwars.commands import compare, listing, results, run
+from stackwars.commands import compare, history, listing, results, run
 
 Handler = Callable[[argparse.Namespace, list[str]], int]
 
@@ -17,6 +17,7 @@ HANDLERS: dict[str, Handler] = {
     "show": results.show,
     "export": results.export,
     "compare": compare.compare,
+    "history": history.history,
 }
 
 

@@ -171,6 +171,20 @@ class Store:
             by_run.setdefault(run_id, {})[status] = count
         return [(json.loads(header), by_run.get(run_id, {})) for run_id, header in runs]
 
+    def cells_of(self, workload: str, stack: str) -> list[tuple[str, str, Cell]]:
+        """(run id, run start, cell) for every stored cell of a workload on a stack, oldest
+        run first."""
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT runs.id, runs.started, cells.data FROM cells JOIN runs "
+                "ON runs.id = cells.run_id WHERE cells.workload = ? AND cells.stack = ? "
+                "ORDER BY runs.started, runs.id, cells.seq",
+                (workload, stack),
+            ).fetchall()
+        return [
+            (run_id, started, Cell.from_dict(json.loads(data))) for run_id, started, data in rows
+        ]
+
     def finished_keys(self, run_id: str) -> set[str]:
         with self._connect() as db:
             rows = db.execute("SELECT cell_key FROM cells WHERE run_id = ?", (run_id,))

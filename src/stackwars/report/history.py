@@ -1,0 +1,77 @@
+"""A cell's results over time, and the step changes between consecutive runs.
+
+A step is a change between two consecutive results of the same cell (same workload,
+parameters, stack, device) that the comparison statistics call a difference: significant and
+above the practical threshold. Noise between runs is not a step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.table import Table as RichTable
+
+from stackwars.report.table import format_seconds, format_steady
+from stackwars.results.schema import Cell
+from stackwars.timing.compare import Comparison, compare
+
+
+@dataclass(frozen=True)
+class Point:
+    run_id: str
+    started: str
+    cell: Cell
+    step: Comparison | None = None  # against the previous ok point, when it is a difference
+
+
+def with_steps(points: Sequence[tuple[str, str, Cell]], threshold: float) -> list[Point]:
+    """The points in order, each ok point compared with the previous ok one."""
+    result: list[Point] = []
+    previous: Cell | None = None
+    for run_id, started, cell in points:
+        step = None
+        usable = cell.status == "ok" and bool(cell.steady.samples_s)
+        if usable and previous is not None:
+            comparison = compare(
+                [previous.steady.samples_s], [cell.steady.samples_s], threshold=threshold
+            )
+            step = comparison if comparison.verdict != "no clear difference" else None
+        if usable:
+            previous = cell
+        result.append(Point(run_id, started, cell, step))
+    return result
+
+
+def series_by_params(
+    rows: Sequence[tuple[str, str, Cell]],
+) -> dict[str, list[tuple[str, str, Cell]]]:
+    """Rows grouped by everything that identifies a cell except the run."""
+    series: dict[str, list[tuple[str, str, Cell]]] = {}
+    for row in rows:
+        cell = row[2]
+        params = ", ".join(f"{k}={v}" for k, v in sorted(cell.params.items()))
+        host = " →host" if cell.to_host else ""
+        series.setdefault(
+            f"{cell.workload}({params}) {cell.stack}{host} @ {cell.device}", []
+        ).append(row)
+    return series
+
+
+def history_table(title: str, points: list[Point]) -> RichTable:
+    table = RichTable(title=title, title_justify="left", title_style="bold")
+    for name in ("Run", "Started", "Status", "Steady median", "First run", "Step"):
+        table.add_column(name, no_wrap=name != "Step")
+    for point in points:
+        cell, step = point.cell, point.step
+        median = format_steady(cell) if cell.status == "ok" else cell.status
+        change = f"STEP: {step.describe()}" if step else ""
+        table.add_row(
+            point.run_id,
+            point.started,
+            cell.status,
+            median,
+            format_seconds(cell.times.first_run_s),
+            change,
+        )
+    return table
