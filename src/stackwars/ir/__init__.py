@@ -1,0 +1,1 @@
+"""Compiler IR: capture per stack and stage, normalise, analyse, and diff two captures."""
