@@ -11,9 +11,9 @@ from stackwars.ir.analyse import analyse
 from stackwars.ir.diff import explain, histogram_rows, text_diff
 from stackwars.ir.normalise import normalise
 
-# Hand-written modules (tests/data/*.mlir) in the two styles seed 001 compared: one keeps batch×sequence and
-# writes layer norm as reductions with an embedding "take" call; the other flattens before
-# dot_general, uses batch_norm_training and a gather.
+# Hand-written modules (tests/data/*.mlir) in the two styles seed 001 compared: one keeps
+# batch×sequence and writes layer norm as reductions with an embedding "take" call; the other
+# flattens before dot_general, uses batch_norm_training and a gather.
 DATA = Path(__file__).parent / "data"
 KEEPS_3D = (DATA / "ir_keeps_3d.mlir").read_text()
 FLATTENS = (DATA / "ir_flattens.mlir").read_text()
