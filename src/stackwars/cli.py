@@ -152,7 +152,32 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--workload-file", action="append", default=[], metavar="PATH")
     subparsers.add_parser("env", help="this machine and the installed framework versions")
     _add_results_commands(subparsers)
+    _add_ir(subparsers)
     return parser
+
+
+def _add_ir(subparsers: argparse._SubParsersAction[_Parser]) -> None:
+    ir = subparsers.add_parser(
+        "ir",
+        help="capture, analyse and diff each stack's compiler IR for one workload",
+        description=(
+            "Capture every IR stage each stack gives (jax:jit: jaxpr, StableHLO, HLO, "
+            "optimized HLO, cost and memory analysis; torch:xla: exported graph, StableHLO, "
+            "optimized HLO; torch:compile: FX graphs, Inductor code, graph breaks; "
+            "tensorflow:xla: StableHLO, HLO, optimized HLO; tensorflow:graph: its ops), "
+            "normalise and analyse it, and with --diff compare two stacks."
+        ),
+        epilog="example: stackwars ir --workload ffn --stacks jax:jit,torch:xla "
+        "--diff jax:jit torch:xla",
+    )
+    ir.add_argument("--workload", required=True)
+    ir.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    ir.add_argument("--stacks", help="comma list of framework:mode")
+    ir.add_argument("--stage", help="only this stage (and the stage --diff compares)")
+    ir.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare two stacks' IR")
+    ir.add_argument("--out", metavar="DIR", help="where captures go (./stackwars-ir/...)")
+    ir.add_argument("--timeout", type=float, metavar="S", help="per stack, seconds (600)")
+    ir.add_argument("--workload-file", action="append", default=[], metavar="PATH")
 
 
 def _add_results_commands(subparsers: argparse._SubParsersAction[_Parser]) -> None:

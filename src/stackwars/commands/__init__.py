@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from stackwars.commands import compare, history, listing, results, run
+from stackwars.commands import compare, history, ir, listing, results, run
 
 Handler = Callable[[argparse.Namespace, list[str]], int]
 
@@ -18,6 +18,7 @@ HANDLERS: dict[str, Handler] = {
     "export": results.export,
     "compare": compare.compare,
     "history": history.history,
+    "ir": ir.ir,
 }
 
 

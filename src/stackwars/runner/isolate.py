@@ -135,37 +135,50 @@ def watch(popen: subprocess.Popen[bytes], timeout_s: float, budget_bytes: int) -
     return seen
 
 
+def run_child(
+    module: str, args: list[str], folder: Path, timeout_s: float, budget_bytes: int
+) -> tuple[int, Watch, Path]:
+    """Run ``python -m module args...`` in a new session under the timeout and the budget;
+    return its exit status, what was seen of it, and the file holding its output."""
+    output_path = folder / "output.txt"
+    with output_path.open("wb") as output:
+        popen = subprocess.Popen(
+            [sys.executable, "-m", module, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=folder,
+        )
+        try:
+            seen = watch(popen, timeout_s, budget_bytes)
+        finally:
+            # Whatever interrupted the parent, no worker is left running.
+            if popen.poll() is None:
+                kill_tree(popen)
+    return popen.returncode, seen, output_path
+
+
+def output_tail(output_path: Path) -> str:
+    return output_path.read_text(encoding="utf-8", errors="replace")[-OUTPUT_TAIL_CHARS:]
+
+
 def run_in_worker(request: Request, timeout_s: float, budget_bytes: int) -> Cell:
     """Measure ``request.cell`` in a fresh worker; every outcome comes back as a Cell."""
     with tempfile.TemporaryDirectory(prefix="stackwars-worker-") as scratch:
         folder = Path(scratch)
         request_path, result_path = folder / "request.json", folder / "result.json"
         request_path.write_text(request.to_json(), encoding="utf-8")
-        output_path = folder / "output.txt"
         started = time.monotonic()
         meter = BackgroundMeter()
-        with output_path.open("wb") as output:
-            popen = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "stackwars.runner.worker",
-                    str(request_path),
-                    str(result_path),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                cwd=folder,
-            )
-            try:
-                seen = watch(popen, timeout_s, budget_bytes)
-            finally:
-                # Whatever interrupted the parent, no worker is left running.
-                if popen.poll() is None:
-                    kill_tree(popen)
-        cell = _outcome(request, popen.returncode, seen, result_path, output_path)
+        returncode, seen, output_path = run_child(
+            "stackwars.runner.worker",
+            [str(request_path), str(result_path)],
+            folder,
+            timeout_s,
+            budget_bytes,
+        )
+        cell = _outcome(request, returncode, seen, result_path, output_path)
         cell.wall_s = time.monotonic() - started
         cell.memory.peak_tree_rss_bytes = seen.peak_tree_rss
         if not seen.killed_for:  # killed descendants are not ours to count any more
@@ -183,7 +196,7 @@ def _outcome(
         return failed_cell(request, seen.killed_for, seen.detail)
     if result_path.exists():
         return Cell.from_dict(json.loads(result_path.read_text(encoding="utf-8")))
-    tail = output_path.read_text(encoding="utf-8", errors="replace")[-OUTPUT_TAIL_CHARS:]
+    tail = output_tail(output_path)
     if returncode == -signal.SIGKILL:
         return failed_cell(
             request, "oom", f"killed by SIGKILL from outside (the kernel's OOM killer?)\n{tail}"

@@ -1,0 +1,74 @@
+"""IR of PyTorch: FX graphs, Inductor's code and graph breaks for torch:compile; the exported
+ATen graph, StableHLO and optimized HLO for torch:xla (through torchax)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from stackwars.ir.capture import Captured, attempt, text_of
+
+
+def capture_compile(fn: Callable[..., Any], args: tuple[Any, ...], framework: Any) -> Captured:
+    import torch
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.utils import run_and_get_code
+
+    del framework
+    graphs: list[str] = []
+
+    def recording_backend(graph_module: Any, example_inputs: list[Any]) -> Any:
+        graphs.append(graph_module.print_readable(print_output=False))
+        return compile_fx(graph_module, example_inputs)
+
+    captured: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    torch._dynamo.reset()  # a fresh compile, whatever this process compiled before
+    _, code = run_and_get_code(torch.compile(fn, backend=recording_backend), *args)
+    captured["fx_graph"] = "\n\n".join(graphs)
+    captured["inductor_code"] = "\n\n".join(code)
+    attempt(captured, failed, "graph_breaks", lambda: _graph_breaks(fn, args))
+    return captured, failed
+
+
+def _graph_breaks(fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
+    import torch
+
+    torch._dynamo.reset()
+    explanation = torch._dynamo.explain(fn)(*args)
+    reasons = "\n".join(f"- {reason.reason}" for reason in explanation.break_reasons)
+    return (
+        f"graphs: {explanation.graph_count}\n"
+        f"graph breaks: {explanation.graph_break_count}\n{reasons}\n"
+    )
+
+
+def capture_xla(fn: Callable[..., Any], args: tuple[Any, ...], framework: Any) -> Captured:
+    """torch.export of the function, lowered by torchax to the JAX function XLA runs."""
+    import jax
+    import numpy as np
+    import torch
+    from torchax import export as torchax_export
+
+    class AsModule(torch.nn.Module):
+        """torch.export takes modules: this one's forward is the workload's function."""
+
+        def forward(self, *inputs: Any) -> Any:
+            return fn(*inputs)
+
+    host = [np.asarray(array) for array in framework.to_host(args)]
+    exported = torch.export.export(AsModule(), tuple(torch.from_numpy(a) for a in host))
+    captured: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    attempt(
+        captured,
+        failed,
+        "exported_graph",
+        lambda: exported.graph_module.print_readable(print_output=False),
+    )
+    # Without export_raw, torchax returns (weights, function of (weights, inputs)).
+    weights, jax_function = torchax_export.exported_program_to_jax(exported)[-2:]
+    lowered = jax.jit(jax_function).lower(weights, tuple(jax.numpy.asarray(a) for a in host))
+    attempt(captured, failed, "stablehlo", lowered.as_text)
+    attempt(captured, failed, "optimized_hlo", lambda: text_of(lowered.compile().as_text()))
+    return captured, failed

@@ -1,0 +1,90 @@
+"""IR capture through the real IR worker: each stage holds what it must; stacks without a
+stage say so instead of failing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stackwars.cli import main
+from stackwars.commands.ir import capture_stack
+from stackwars.config import RunOptions
+from stackwars.frameworks import missing_reason
+from stackwars.ir.analyse import analyse
+from stackwars.runner.protocol import CellSpec
+
+GEMM = {"n": 16, "dtype": "float32"}
+MUST_CONTAIN = {
+    ("jax:jit", "jaxpr"): "dot_general",
+    ("jax:jit", "stablehlo"): "dot_general",
+    ("jax:jit", "hlo"): "dot",
+    ("jax:jit", "optimized_hlo"): "dot",
+    ("tensorflow:xla", "stablehlo"): "dot",
+    ("tensorflow:xla", "hlo"): "dot",
+    ("tensorflow:graph", "graph_ops"): "MatMul",
+}
+
+
+def captured(stack: str, tmp_path: Path) -> tuple[Path, dict[str, object]]:
+    if missing_reason(stack.partition(":")[0]):
+        pytest.skip(missing_reason(stack.partition(":")[0]) or "")
+    folder = tmp_path / stack.replace(":", "_")
+    index = capture_stack(CellSpec("gemm", GEMM, stack), RunOptions(), folder)
+    return folder, index
+
+
+@pytest.mark.parametrize("stack", ["jax:jit", "tensorflow:xla", "tensorflow:graph"])
+def test_gemm_stages_hold_the_matmul(stack: str, tmp_path: Path) -> None:
+    folder, index = captured(stack, tmp_path)
+    stages = index["stages"]
+    assert isinstance(stages, dict)
+    for (for_stack, stage), op in MUST_CONTAIN.items():
+        if for_stack != stack:
+            continue
+        text = (folder / stages[stage]).read_text()
+        assert analyse(text).ops[op] >= 1, (stage, text[:500])
+
+
+def test_jax_cost_analysis_counts_the_gemm_flops(tmp_path: Path) -> None:
+    import json
+
+    folder, index = captured("jax:jit", tmp_path)
+    stages = index["stages"]
+    assert isinstance(stages, dict)
+    cost = json.loads((folder / stages["cost_analysis"]).read_text())
+    assert cost["flops"] == pytest.approx(2 * 16**3, rel=0.01)
+
+
+def test_an_eager_stack_reports_no_compiler_ir(tmp_path: Path) -> None:
+    _, index = captured("numpy:eager", tmp_path)
+    assert index["stages"] == {}
+    assert "no compiler IR" in str(index["unavailable"])
+
+
+def test_diff_against_a_stack_without_the_stage_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "ir",
+            "--workload",
+            "gemm",
+            "--param",
+            "n=16",
+            "--stacks",
+            "jax:jit,numpy",
+            "--diff",
+            "jax:jit",
+            "numpy:eager",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    assert code == 2
+    assert "numpy:eager has no stablehlo to compare: no compiler IR" in capsys.readouterr().err
+
+
+def test_ir_refuses_sweeps(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ir", "--workload", "gemm", "--param", "n=16,32", "--stacks", "jax:jit"]) == 2
+    assert "one value per --param" in capsys.readouterr().err
