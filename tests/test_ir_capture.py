@@ -88,3 +88,31 @@ def test_diff_against_a_stack_without_the_stage_is_a_clear_error(
 def test_ir_refuses_sweeps(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ir", "--workload", "gemm", "--param", "n=16,32", "--stacks", "jax:jit"]) == 2
     assert "one value per --param" in capsys.readouterr().err
+
+
+def test_run_capture_ir_stores_the_ir_with_the_run(tmp_path: Path) -> None:
+    from stackwars.results import store
+
+    if missing_reason("jax"):
+        pytest.skip(missing_reason("jax") or "")
+    db = tmp_path / "db.sqlite"
+    argv = [
+        "run",
+        "--workload",
+        "gemm",
+        "--param",
+        "n=16",
+        "--stacks",
+        "numpy,jax:jit",
+        "--budget",
+        "0.05",
+        "--quiet",
+        "--db",
+        str(db),
+        "--capture-ir",
+    ]
+    assert main(argv) == 0
+    captures = store.Store(db).captures("latest")
+    (key,) = captures  # numpy has no compiler IR: only jax:jit's cell is stored
+    assert "jax:jit" in key
+    assert "dot_general" in captures[key]["stablehlo"]

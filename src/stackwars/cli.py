@@ -133,6 +133,11 @@ def _add_run_output(run: argparse.ArgumentParser) -> None:
     )
     output.add_argument("--markdown", metavar="PATH", help="also write the tables as markdown")
     output.add_argument("--strict", action="store_true", help="exit 1 when a cell is not ok")
+    output.add_argument(
+        "--capture-ir",
+        action="store_true",
+        help="after the run, capture each compiled cell's IR and store it with the run",
+    )
     output.add_argument("--quiet", action="store_true", help="no progress, only the tables")
 
 

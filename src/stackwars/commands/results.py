@@ -58,8 +58,16 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def export(args: argparse.Namespace, argv: list[str]) -> int:
-    record = _store(args).load_run(args.run)
-    text = dump(record.to_dict()) + "\n" if args.format == "json" else to_csv(record)
+    results = _store(args)
+    record = results.load_run(args.run)
+    if args.format == "json":
+        data = record.to_dict()
+        captures = results.captures(record.id)
+        if captures:
+            data["ir"] = captures
+        text = dump(data) + "\n"
+    else:
+        text = to_csv(record)
     if args.out:
         write_atomically(Path(args.out), text)
     else:

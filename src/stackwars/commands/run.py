@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from stackwars import workloads
+from stackwars.commands.ir import capture_stack
 from stackwars.config import RunOptions, default_memory_budget, parse_device, parse_size
 from stackwars.errors import UsageError
 from stackwars.frameworks import all_stacks
 from stackwars.frameworks import parse_stacks as parse_stack_list
+from stackwars.ir.capture import stages
 from stackwars.report.console import report_console
 from stackwars.report.progress import Progress
 from stackwars.report.table import build_tables, render_markdown, render_rich
@@ -105,6 +108,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         report_console().print(f"warning: {warning}")
     results.begin_run(record)
     _execute(record, planned, options, results, args)
+    if args.capture_ir:
+        capture_ir(record, options, results)
     strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
     return EXIT_NOT_ALL_OK if strict_failure else 0
 
@@ -154,6 +159,27 @@ def _execute(
     if args.markdown:
         Path(args.markdown).write_text(render_markdown(tables), encoding="utf-8")
     console.print(f"run {record.id}: {status_counts(record.cells)}; stored in {results.path}")
+
+
+def capture_ir(record: Run, options: RunOptions, results: store.Store) -> None:
+    """Capture the IR of every ok cell whose stack has a compiler, once per cell key, and
+    store it with the run."""
+    seen: set[tuple[str, str, str, str, bool]] = set()
+    console = report_console()
+    for cell in record.cells:
+        if cell.status != "ok" or cell.key() in seen or not stages(cell.stack):
+            continue
+        seen.add(cell.key())
+        spec = CellSpec(cell.workload, cell.params, cell.stack, cell.device, cell.to_host)
+        with tempfile.TemporaryDirectory(prefix="stackwars-ir-") as scratch:
+            index = capture_stack(spec, options, Path(scratch))
+            texts = {
+                stage: (Path(scratch) / name).read_text(encoding="utf-8")
+                for stage, name in index["stages"].items()
+            }
+        results.add_captures(record, cell, texts)
+        missing = ", ".join(index["unavailable"]) or "none"
+        console.print(f"IR of {cell.label()}: {len(texts)} stage(s) stored; missing: {missing}")
 
 
 def machine_warnings(machine: dict[str, Any]) -> list[str]:

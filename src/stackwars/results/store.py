@@ -10,6 +10,7 @@ History of STORE_VERSION (the layout of the tables, apart from the JSON they hol
 * 2 (2026-11-22): cells.cell_key (workload, parameters, stack, device, to-host), so that
   ``--resume`` finds finished cells without parsing every cell's JSON; filled in from the
   stored JSON when a version-1 store is opened.
+* 3 (2026-11-22): table captures, the compiler IR of a run's cells (``run --capture-ir``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from stackwars.results.jsonio import dump
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell
 
-STORE_VERSION = 2
+STORE_VERSION = 3
 DEFAULT_DB = "stackwars.sqlite"
 
 _TABLES = """
@@ -44,6 +45,10 @@ CREATE TABLE IF NOT EXISTS cells (
     PRIMARY KEY (run_id, seq)
 );
 CREATE INDEX IF NOT EXISTS cells_by_workload ON cells (workload, stack);
+CREATE TABLE IF NOT EXISTS captures (
+    run_id TEXT NOT NULL REFERENCES runs(id), cell_key TEXT NOT NULL, stage TEXT NOT NULL,
+    text TEXT NOT NULL, PRIMARY KEY (run_id, cell_key, stage)
+);
 """
 
 
@@ -59,8 +64,15 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
         db.execute("UPDATE cells SET cell_key = ? WHERE run_id = ? AND seq = ?", (key, run_id, seq))
 
 
+def _migrate_2_to_3(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE captures (run_id TEXT NOT NULL REFERENCES runs(id), cell_key TEXT NOT "
+        "NULL, stage TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (run_id, cell_key, stage))"
+    )
+
+
 # Version n -> n + 1, applied in order to an older store when it is opened.
-_MIGRATIONS = {1: _migrate_1_to_2}
+_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
 
 
 def default_path(explicit: str | None = None) -> Path:
@@ -184,6 +196,25 @@ class Store:
         return [
             (run_id, started, Cell.from_dict(json.loads(data))) for run_id, started, data in rows
         ]
+
+    def add_captures(self, run: Run, cell: Cell, stages: dict[str, str]) -> None:
+        with self._connect() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO captures VALUES (?, ?, ?, ?)",
+                [(run.id, key_text(cell.key()), stage, text) for stage, text in stages.items()],
+            )
+
+    def captures(self, run_id: str) -> dict[str, dict[str, str]]:
+        """Stored IR of a run: cell key (as JSON text) -> stage -> text."""
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT cell_key, stage, text FROM captures WHERE run_id = ? ORDER BY cell_key",
+                (self.resolve(run_id),),
+            ).fetchall()
+        found: dict[str, dict[str, str]] = {}
+        for key, stage, text in rows:
+            found.setdefault(key, {})[stage] = text
+        return found
 
     def finished_keys(self, run_id: str) -> set[str]:
         with self._connect() as db:
