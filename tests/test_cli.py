@@ -16,7 +16,10 @@ FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
     ("args", "expected"),
     [
         (["--workload", "nope"], "unknown workload 'nope'; allowed: "),
-        (["--suite", "nope"], "unknown suite 'nope'; allowed: quick, seed-blog"),
+        (
+            ["--suite", "nope"],
+            "unknown suite 'nope'; allowed: numpy-vs-jax, quick, seed-blog, stack-wars-ops",
+        ),
         (["--workload", "gemm", "--stacks", "jax:fast"], "unknown stack 'jax:fast'"),
         (["--workload", "gemm", "--param", "m=3"], "has no parameter 'm'; allowed: n, dtype"),
         (["--workload", "gemm", "--param", "n=big"], "n='big' is not an int; example: n=1024"),

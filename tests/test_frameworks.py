@@ -24,8 +24,14 @@ PHASE_KEYS = {
     ("tensorflow", "graph"): {"trace_s", "optimize_and_execute_s"},
     ("tensorflow", "xla"): {"trace_s", "compile_and_execute_s"},
 }
+OWN_PROCESS = "needs a process of its own; run through workers in test_torch_xla.py"
 STACKS = [
-    pytest.param(name, mode, id=f"{name}:{mode}")
+    pytest.param(
+        name,
+        mode,
+        id=f"{name}:{mode}",
+        marks=pytest.mark.skip(reason=OWN_PROCESS) if info.needs_own_process(mode) else (),
+    )
     for name, info in FRAMEWORKS.items()
     for mode in info.modes
 ]

@@ -82,7 +82,7 @@ def test_a_framework_that_fails_to_import_is_unsupported_with_the_fix(
         def load(self) -> None:
             raise ModuleNotFoundError("No module named 'numpy'")
 
-    monkeypatch.setattr(worker, "load_framework", lambda name: Missing())
+    monkeypatch.setattr(worker, "load_framework", lambda name, mode: Missing())
     workloads.load_workload_file(FAULTY)
     cell = worker.CellRun(request("doubles", tmp_path)).run()
     assert cell.status == "unsupported"
@@ -147,14 +147,14 @@ def test_a_framework_not_installed_is_unsupported_without_a_worker(
     from stackwars.frameworks import FRAMEWORKS
     from stackwars.runner import plan
 
-    real = plan.missing_reason
+    real = plan.stack_missing_reason
 
-    def torch_missing(framework: str) -> str | None:
+    def torch_missing(framework: str, mode: str) -> str | None:
         if framework == "torch":
             return f"torch is not installed; fix: {FRAMEWORKS['torch'].install_hint()}"
-        return real(framework)
+        return real(framework, mode)
 
-    monkeypatch.setattr(plan, "missing_reason", torch_missing)
+    monkeypatch.setattr(plan, "stack_missing_reason", torch_missing)
     out = tmp_path / "run.json"
     argv = [
         "run",
@@ -175,7 +175,7 @@ def test_a_framework_not_installed_is_unsupported_without_a_worker(
     assert main(argv) == 0
     cells = {c["stack"]: c for c in json.loads(out.read_text())["cells"]}
     assert cells["numpy:eager"]["status"] == "ok"
-    for stack in ("torch:eager", "torch:compile"):
+    for stack in ("torch:eager", "torch:compile", "torch:xla"):
         assert cells[stack]["status"] == "unsupported"
         assert "pip install 'stackwars[torch]'" in cells[stack]["reason"]
         assert cells[stack]["wall_s"] is None  # no worker was started

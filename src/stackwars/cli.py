@@ -158,6 +158,20 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.add_parser("env", help="this machine and the installed framework versions")
     _add_results_commands(subparsers)
     _add_ir(subparsers)
+    selftest = subparsers.add_parser(
+        "selftest",
+        help="prove that each stack's timed block includes the completion of its work",
+        description=(
+            "For each stack, in a fresh worker: one synchronised GEMM must take at least the "
+            "time the device's peak allows (a sync that does not wait fails); k dependent "
+            "calls with one sync must take about as long as k synchronised calls; and on "
+            "asynchronous stacks the dispatch-only time must be well below the synchronised "
+            "time. Exit 1 when a check fails."
+        ),
+    )
+    selftest.add_argument("--stacks", help="comma list of framework:mode (default: every stack)")
+    selftest.add_argument("--device", default="cpu", help="cpu, gpu, gpu:1 or tpu (default cpu)")
+    selftest.add_argument("--timeout", type=float, metavar="S", help="per stack, seconds (300)")
     return parser
 
 

@@ -26,6 +26,12 @@ class Suite:
     timing: dict[str, float] = field(default_factory=dict)  # TimingConfig overrides
 
 
+SEED_002 = ("numpy:eager", "jax:eager", "jax:jit")
+CROSSOVER = ("numpy:eager", "jax:jit")
+SWEEP = tuple(2**k for k in range(4, 13))  # 16 .. 4096
+GPT2_SMALL: dict[str, tuple[Any, ...]] = {"batch": (2,), "seq": (64,), "d_model": (768,)}
+TASKS = ("forward", "grad")
+
 SUITES: dict[str, Suite] = {
     suite.name: suite
     for suite in (
@@ -51,6 +57,33 @@ SUITES: dict[str, Suite] = {
             entries=(
                 SuiteEntry("gemm", {"n": (3000,), "dtype": ("float32",)}),
                 SuiteEntry("selu", {"n": (3000,), "dtype": ("float32",)}, to_host=(False, True)),
+            ),
+        ),
+        Suite(
+            name="numpy-vs-jax",
+            description=(
+                "seed 002: poly and GEMM over 10000² on numpy, jax:eager and jax:jit, and "
+                "size sweeps from 16² to 4096² that find where NumPy and jax.jit cross"
+            ),
+            entries=(
+                SuiteEntry("poly", {"n": (10_000,), "dtype": ("float32", "float64")}, SEED_002),
+                SuiteEntry("gemm", {"n": (10_000,), "dtype": ("float32",)}, SEED_002),
+                SuiteEntry("gemm", {"n": SWEEP, "dtype": ("float32",)}, CROSSOVER),
+                SuiteEntry("poly", {"n": SWEEP, "dtype": ("float32",)}, CROSSOVER),
+            ),
+            # A 10000² GEMM takes seconds a call: a few blocks are all a budget can hold.
+            timing={"steady_budget_s": 5.0, "warmup_budget_s": 5.0},
+        ),
+        Suite(
+            name="stack-wars-ops",
+            description=(
+                "seed 001's basic operations at GPT-2 small's shapes (batch 2, seq 64, d_model "
+                "768, 12 heads, d_ff 3072) on every stack, forward and with gradients"
+            ),
+            entries=(
+                SuiteEntry("gemm", {"n": (768,), "dtype": ("float32",)}),
+                SuiteEntry("ffn", {**GPT2_SMALL, "d_ff": (3072,), "task": TASKS}),
+                SuiteEntry("mha", {**GPT2_SMALL, "heads": (12,), "causal": (True,), "task": TASKS}),
             ),
         ),
     )

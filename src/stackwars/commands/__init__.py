@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from stackwars.commands import compare, history, ir, listing, results, run
+from stackwars.commands import compare, history, ir, listing, results, run, selftest
 
 Handler = Callable[[argparse.Namespace, list[str]], int]
 
@@ -19,6 +19,7 @@ HANDLERS: dict[str, Handler] = {
     "compare": compare.compare,
     "history": history.history,
     "ir": ir.ir,
+    "selftest": selftest.selftest,
 }
 
 

@@ -7,7 +7,7 @@ import argparse
 from rich.table import Table
 
 from stackwars import workloads
-from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, missing_reason
+from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, stack_missing_reason
 from stackwars.report.console import report_console
 from stackwars.results import metadata
 from stackwars.runner import plan
@@ -34,7 +34,7 @@ def workload_table() -> Table:
 def stack_table() -> Table:
     table = Table("stack", "installed", "version", "devices", "why not")
     for stack in all_stacks():
-        reason = missing_reason(stack.framework)
+        reason = stack_missing_reason(stack.framework, stack.mode)
         info = FRAMEWORKS[stack.framework]
         version = installed_version(stack.framework) or "-"
         installed = "no" if reason else "yes"

@@ -13,7 +13,7 @@ import importlib.util
 from dataclasses import dataclass
 
 from stackwars.errors import UnknownNameError
-from stackwars.frameworks.base import Framework, FrameworkInfo
+from stackwars.frameworks.base import Framework, FrameworkInfo, ModeImplementation
 
 FRAMEWORKS: dict[str, FrameworkInfo] = {
     info.name: info
@@ -37,12 +37,20 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
         ),
         FrameworkInfo(
             name="torch",
-            modes=("eager", "compile"),
+            modes=("eager", "compile", "xla"),
             import_name="torch",
             extra="torch",
             implementation="stackwars.frameworks.torch:TorchFramework",
             devices=("cpu", "gpu"),
             distributions=("torch",),
+            mode_implementations={
+                "xla": ModeImplementation(
+                    implementation="stackwars.frameworks.torch_xla:TorchXlaFramework",
+                    import_names=("jax", "torchax"),
+                    extra="xla",
+                    own_process=True,
+                )
+            },
         ),
         FrameworkInfo(
             name="tensorflow",
@@ -108,6 +116,21 @@ def missing_reason(framework: str) -> str | None:
     return None
 
 
+def stack_missing_reason(framework: str, mode: str) -> str | None:
+    """Why a stack cannot run here, with the fix; None when everything it needs is installed.
+
+    Some modes need packages besides their framework (torch:xla needs jax and torchax); the
+    fix then names the mode's extra, which installs the framework too.
+    """
+    info = FRAMEWORKS[framework]
+    special = info.mode_implementations.get(mode)
+    needed = (info.import_name, *(special.import_names if special else ()))
+    for name in needed:
+        if importlib.util.find_spec(name) is None:
+            return f"{name} is not installed; fix: {info.install_hint(mode)}"
+    return None
+
+
 def installed_version(framework: str) -> str | None:
     for distribution in FRAMEWORKS[framework].distributions:
         try:
@@ -117,9 +140,10 @@ def installed_version(framework: str) -> str | None:
     return None
 
 
-def load_framework(name: str) -> Framework:
-    """Import and instantiate a framework implementation (workers only)."""
-    module_name, _, class_name = FRAMEWORKS[name].implementation.partition(":")
+def load_framework(name: str, mode: str | None = None) -> Framework:
+    """Import and instantiate the implementation that runs ``mode`` of framework ``name``
+    (workers only); without a mode, the framework's own implementation."""
+    module_name, _, class_name = FRAMEWORKS[name].implementation_for(mode).partition(":")
     module = importlib.import_module(module_name)
     framework: Framework = getattr(module, class_name)()
     return framework

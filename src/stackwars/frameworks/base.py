@@ -36,6 +36,19 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class ModeImplementation:
+    """A mode that runs through more than its framework: its own implementation class, and
+    the packages it needs besides the framework."""
+
+    implementation: str  # "module:Class", imported only by workers
+    import_names: tuple[str, ...]
+    extra: str
+    # Loading it changes the framework for the rest of the process (torchax makes every later
+    # torch.compile fail), so it must never share a process with the framework's other modes.
+    own_process: bool = False
+
+
+@dataclass(frozen=True)
 class FrameworkInfo:
     """What the parent process may know about a framework without importing it."""
 
@@ -46,9 +59,21 @@ class FrameworkInfo:
     implementation: str  # "module:Class", imported only by workers
     devices: tuple[str, ...] = ("cpu",)
     distributions: tuple[str, ...] = ()  # package names whose versions are reported
+    mode_implementations: Mapping[str, ModeImplementation] = field(default_factory=dict, hash=False)
 
-    def install_hint(self) -> str:
-        return f"pip install 'stackwars[{self.extra}]'"
+    def implementation_for(self, mode: str | None) -> str:
+        """The "module:Class" that runs ``mode`` (None: the framework's own class)."""
+        special = self.mode_implementations.get(mode or "")
+        return self.implementation if special is None else special.implementation
+
+    def needs_own_process(self, mode: str) -> bool:
+        special = self.mode_implementations.get(mode)
+        return special is not None and special.own_process
+
+    def install_hint(self, mode: str | None = None) -> str:
+        special = self.mode_implementations.get(mode or "")
+        extra = self.extra if special is None else special.extra
+        return f"pip install 'stackwars[{extra}]'"
 
 
 @dataclass

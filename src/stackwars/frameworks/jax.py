@@ -105,7 +105,8 @@ class JaxFramework(Framework):
         jax.config.update("jax_default_matmul_precision", settings.matmul_precision)
         try:
             devices = jax.devices(kind)
-        except RuntimeError as exc:
+        # jax raises RuntimeError for an unknown backend, AssertionError when it has none.
+        except (RuntimeError, AssertionError) as exc:
             raise RuntimeError(
                 f"jax has no usable {kind} backend here ({exc}); install jax's {kind} plugin "
                 "on a machine with that device, or choose --device cpu"

@@ -13,7 +13,7 @@ from typing import Any
 
 from stackwars import workloads
 from stackwars.errors import BudgetError, ParameterError
-from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, missing_reason
+from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, stack_missing_reason
 from stackwars.runner.protocol import CellSpec
 from stackwars.suites import Suite
 from stackwars.workloads.base import Workload
@@ -130,7 +130,7 @@ def schedule(cells: Sequence[CellSpec], repeat: int, seed: int) -> list[CellSpec
 def skip_reason(spec: CellSpec) -> str:
     """Why a cell cannot run here, decided without importing any framework ('' if it can)."""
     info = FRAMEWORKS[spec.framework]
-    missing = missing_reason(spec.framework)
+    missing = stack_missing_reason(spec.framework, spec.mode)
     if missing:
         return missing
     if spec.device.partition(":")[0] not in info.devices:

@@ -66,6 +66,9 @@ def classify(exc: BaseException) -> CellFailed:
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, MemoryError) or any(marker in text for marker in OOM_MARKERS):
         return CellFailed("oom", text[:2000])
+    if isinstance(exc, NotImplementedError):
+        # The stack says it cannot run this (torchax cannot lower an op, or run autograd).
+        return CellFailed("unsupported", text[:2000])
     tail = "".join(traceback.format_exception(exc)[-TRACEBACK_LINES:])
     return CellFailed("error", tail[-4000:])
 
@@ -105,7 +108,7 @@ class CellRun:
             raise CellFailed(
                 "unsupported", f"workload {spec.workload!r} has no {spec.framework} implementation"
             )
-        framework = load_framework(spec.framework)
+        framework = load_framework(spec.framework, spec.mode)
         environment = {**home_environment(settings), **framework.environment(settings)}
         os.environ.update(environment)
         # tempfile caches the temporary folder; make it see a TMPDIR set just now.
@@ -114,7 +117,7 @@ class CellRun:
         try:
             _, times.import_s = timed(framework.load)
         except ImportError as exc:
-            hint = FRAMEWORKS[spec.framework].install_hint()
+            hint = FRAMEWORKS[spec.framework].install_hint(spec.mode)
             raise CellFailed("unsupported", f"{exc}; fix: {hint}") from exc
         effective, times.init_s = timed(lambda: framework.init(settings))
         self.cell.settings = {

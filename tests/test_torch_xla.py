@@ -1,0 +1,156 @@
+"""torch:xla (torch code through torchax on XLA), always in processes of its own: importing
+torchax makes every later torch.compile in a process fail, so nothing here imports it into
+pytest's process."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stackwars import workloads
+from stackwars.cli import main
+from stackwars.frameworks import stack_missing_reason
+from stackwars.frameworks.base import RunSettings
+from stackwars.results.schema import Cell
+from stackwars.runner.isolate import run_in_worker
+from stackwars.runner.protocol import CellSpec, Request
+from stackwars.timing.timer import TimingConfig
+
+MISSING = stack_missing_reason("torch", "xla")
+needs_torchax = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+TINY_TIMING = TimingConfig(
+    steady_budget_s=0.02, min_steady_s=0.0, warmup_budget_s=0.02, min_blocks=3
+)
+PHASES = {"trace_s", "lower_s", "compile_s", "execute_s"}
+UNLOWERABLE = """
+from stackwars.workloads import Param, Work, Workload, register
+
+register(
+    Workload(
+        name="airy",
+        description="an operator torchax has no lowering for",
+        params=(Param("n", int, 4, "length"),),
+        make_inputs=lambda params, seed: (__import__("numpy").ones(params["n"]),),
+        reference=lambda params, inputs: inputs[0],
+        work=lambda params: Work(flops=1.0, bytes=1.0),
+        memory_bytes=lambda params: 1024,
+        implementations={"torch": lambda params: __import__("torch").special.airy_ai},
+    )
+)
+"""
+# Load torch:xla as a worker does, then report whether the tolerance is gone.
+AFTER_LOAD = """
+import json, os, sys
+import torch
+from torch._ops import OpOverloadPacket
+from stackwars.frameworks import load_framework
+from stackwars.frameworks.base import RunSettings
+
+lookup = OpOverloadPacket.__getattr__
+settings = RunSettings(cache_dir=sys.argv[1])
+framework = load_framework("torch", "xla")
+os.environ.update(framework.environment(settings))
+framework.load()
+framework.init(settings)
+try:
+    torch.ops.aten.prod.dim_Dimname
+    raised = False
+except AttributeError:
+    raised = True
+tolerated = framework.runtime_settings()["torchax_tolerated_missing_overloads"]
+restored = OpOverloadPacket.__getattr__ is lookup
+print(json.dumps({"raised": raised, "tolerated": tolerated, "restored": restored}))
+"""
+
+
+def run_xla(tmp_path: Path, name: str, params: dict[str, Any], files: list[str]) -> Cell:
+    spec = CellSpec(name, params, "torch:xla")
+    request = Request(spec, RunSettings(cache_dir=str(tmp_path)), TINY_TIMING, workload_files=files)
+    return run_in_worker(request, timeout_s=300, budget_bytes=4 * 2**30)
+
+
+@needs_torchax
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(workloads.registry()))
+def test_every_workload_runs_on_torch_xla_in_a_worker(name: str, tmp_path: Path) -> None:
+    workload = workloads.get(name)
+    cell = run_xla(tmp_path, name, workload.resolve(workload.tiny), [])
+    assert cell.status == "ok", cell.reason
+    assert cell.parity.ok
+    assert cell.compiles.first_run is not None and cell.compiles.first_run >= 1
+    assert cell.compiles.steady == 0
+    assert set(cell.first_run_breakdown) >= PHASES, cell.first_run_breakdown
+    assert cell.settings["framework"]["torchax_version"]
+
+
+@needs_torchax
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "params", "expected"),
+    [
+        ("airy", {"n": 4}, "has no lowering"),
+        ("ffn", {"task": "grad"}, "torch.autograd cannot run on torch:xla"),
+    ],
+)
+def test_what_torchax_cannot_lower_is_unsupported_with_a_clear_reason(
+    name: str, params: dict[str, Any], expected: str, tmp_path: Path
+) -> None:
+    workload_file = tmp_path / "unlowerable.py"
+    workload_file.write_text(UNLOWERABLE, encoding="utf-8")
+    cell = run_xla(tmp_path, name, params, [str(workload_file)])
+    assert cell.status == "unsupported"
+    assert expected in cell.reason
+    assert f"torchax {importlib.metadata.version('torchax')}" in cell.reason
+
+
+@needs_torchax
+@pytest.mark.slow
+def test_missing_overloads_are_tolerated_only_while_torchax_loads(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", AFTER_LOAD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["restored"]
+    assert report["raised"], "a missing overload lookup no longer raises after torchax loaded"
+    assert "aten.prod.dim_Dimname" in report["tolerated"]
+
+
+def test_only_missing_named_tensor_overloads_are_tolerated() -> None:
+    torch = pytest.importorskip("torch")
+    # Importing this module imports neither torchax nor JAX.
+    from stackwars.frameworks.torch_xla import MissingOverload, tolerate_missing_named_overloads
+
+    tolerated: list[str] = []
+    with tolerate_missing_named_overloads(tolerated):
+        stand_in = torch.ops.aten.prod.made_up_Dimname
+        with pytest.raises(AttributeError):
+            _ = torch.ops.aten.prod.made_up
+        assert torch.ops.aten.prod.dim_int is not None
+    assert stand_in == MissingOverload("aten.prod", "made_up_Dimname")
+    assert tolerated == ["aten.prod.made_up_Dimname"]
+    with pytest.raises(AttributeError):
+        _ = torch.ops.aten.prod.made_up_Dimname
+
+
+def test_torch_xla_is_listed_and_its_fix_names_the_xla_extra(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert main(["list", "stacks"]) == 0
+    assert "torch:xla" in capsys.readouterr().out
+    monkeypatch.setattr(
+        "importlib.util.find_spec", lambda name: None if name == "torchax" else object()
+    )
+    assert stack_missing_reason("torch", "xla") == (
+        "torchax is not installed; fix: pip install 'stackwars[xla]'"
+    )
+    assert stack_missing_reason("torch", "compile") is None
