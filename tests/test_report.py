@@ -165,11 +165,20 @@ def test_ok_row_shows_every_number() -> None:
         "451 µs",
         "2",
         "1.23 ms ± 1.0%",
+        "",  # Call+sync: only asynchronous stacks measure it
         "12.3",
         "300 MiB",
         "ok",
         f"1.00{X}",
     )
+
+
+def test_latency_is_shown_with_its_note() -> None:
+    cell = make_cell("jax:jit", median=0.00123)
+    cell.times.latency_s = 0.0025
+    (table,) = build_tables([cell])
+    assert table.rows[0].texts()[5] == "2.50 ms"
+    assert any(note.startswith("Call+sync") for note in table.notes)
 
 
 def test_failed_rows_show_status_and_reason_instead_of_numbers() -> None:

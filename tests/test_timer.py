@@ -189,3 +189,13 @@ def test_cpu_usage_is_taken_over_the_steady_phase() -> None:
         usage=lambda: next(usage),
     ).measure()
     assert m.steady_usage == Usage(2.0, 1.0, 100)
+
+
+def test_latency_waits_for_each_call_on_asynchronous_stacks() -> None:
+    clock = FakeClock()
+    work = AsyncWork(clock, dispatch=1e-6, compute=1e-4)
+    m = make_timer(clock, work, sync=work.sync, measure_latency=True).measure()
+    assert m.summary().median == pytest.approx(1.01e-4)
+    assert len(m.latency_s) >= 3
+    assert all(run == pytest.approx(1.01e-4) for run in m.latency_s)
+    assert make_timer(clock, work, sync=work.sync).measure().latency_s == []

@@ -25,6 +25,7 @@ COLUMNS = (
     "Second run",
     "Runs to steady",
     "Steady median",
+    "Call+sync",
     "GFLOP/s",
     "Peak memory",
     "Parity",
@@ -34,6 +35,10 @@ _PARITY = COLUMNS.index("Parity") - 1  # index into Row.values, which has no Sta
 UNSTABLE_MARK = "~"
 UNSTABLE_NOTE = f"{UNSTABLE_MARK} not stable: CI target not reached within the time budget"
 TERMINAL_REASON_CHARS = 60
+LATENCY_NOTE = (
+    "Call+sync (asynchronous stacks): median single call waited for; the steady median "
+    "lets the next call dispatch while one computes"
+)
 
 _TIME_UNITS = ((1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s"))
 _TIMES = "\N{MULTIPLICATION SIGN}"  # written by name: ruff flags the glyph as ambiguous
@@ -124,6 +129,7 @@ def _row(cell: Cell, baseline: Cell | None) -> Row:
         format_seconds(cell.times.second_run_s),
         "" if cell.runs_to_steady is None else str(cell.runs_to_steady),
         format_steady(cell),
+        format_seconds(cell.times.latency_s),
         "" if cell.gflops is None else _three_digits(cell.gflops),
         format_bytes(cell.memory.peak_rss_bytes),
         parity,
@@ -149,6 +155,8 @@ def _notes(cells: list[Cell], baseline: Cell | None) -> tuple[str, ...]:
         )
     if any(cell.status == "ok" and not cell.steady.stable for cell in cells):
         notes.append(UNSTABLE_NOTE)
+    if any(cell.status == "ok" and cell.times.latency_s for cell in cells):
+        notes.append(LATENCY_NOTE)
     notes.extend(f"{stack_label(cell)}: {warning}" for cell in cells for warning in cell.warnings)
     return tuple(notes)
 

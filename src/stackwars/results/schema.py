@@ -8,7 +8,8 @@ History of SCHEMA_VERSION:
 * 1 (2026-11-22): first version: run metadata, cells with times, first-run breakdown, warm-up
   runs, steady-state statistics with raw samples, compiles, memory, CPU, parity, work, settings.
   Added since, without a version change (readers ignore what they do not know): ``repeat``,
-  ``memory.peak_tree_rss_bytes``, run ``planned``.
+  ``memory.peak_tree_rss_bytes``, run ``planned``, ``times.latency_s`` and
+  ``latency_samples_s``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Times:
     first_run_s: float | None = None
     second_run_s: float | None = None
     dispatch_s: float | None = None  # per call, without synchronisation; async stacks only
+    latency_s: float | None = None  # median single call waited for; async stacks only
 
 
 @dataclass
@@ -111,6 +113,7 @@ class Cell:
     first_run_breakdown: dict[str, float] = field(default_factory=dict)
     runs_to_steady: int | None = None
     warmup_s: list[float] = field(default_factory=list)  # every run before steady state
+    latency_samples_s: list[float] = field(default_factory=list)  # single synchronised calls
     steady: Steady = field(default_factory=Steady)
     compiles: Compiles = field(default_factory=Compiles)
     memory: Memory = field(default_factory=Memory)

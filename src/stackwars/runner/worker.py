@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -163,6 +164,7 @@ class CellRun:
             first_call=first,
             on_first_run=lambda total: phases.update(framework.first_run_phases(total)),
             compile_count=framework.compile_count,
+            measure_latency=framework.is_async() and not self.request.cell.to_host,
         )
         return timer.measure()
 
@@ -171,6 +173,8 @@ class CellRun:
         cell.times.first_run_s, cell.times.second_run_s = m.first_run_s, m.second_run_s
         if framework.is_async() and not cell.to_host:
             cell.times.dispatch_s = m.dispatch_per_call_s()
+            cell.latency_samples_s = m.latency_s
+            cell.times.latency_s = statistics.median(m.latency_s) if m.latency_s else None
         cell.runs_to_steady, cell.warmup_s = m.runs_to_steady, m.runs_s
         cell.steady = Steady(
             median_s=summary.median,

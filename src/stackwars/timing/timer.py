@@ -12,7 +12,11 @@ Protocol (design.md, "The timing protocol"):
    by a run count and a time budget; ``runs_to_steady`` is counted from the whole series;
 4. calibration: the inner loop count doubles until one block lasts at least ``min_block_s``;
 5. steady state: blocks of ``inner`` calls and one synchronisation per block, until the 95 %
-   interval of the median is within ``target_rel_ci`` or the budget ends (``stable`` false).
+   interval of the median is within ``target_rel_ci`` or the budget ends (``stable`` false);
+6. latency (when asked, for asynchronous stacks): single calls each synchronised. In a block,
+   an asynchronous stack dispatches the next call while the previous one computes, so the
+   per-call time is a throughput; a caller that waits for each result (an inference server,
+   ``%timeit f(x).block_until_ready()`` in the seeds) pays this latency instead.
 
 Raw samples are kept; statistics are computed from them on demand.
 """
@@ -45,6 +49,9 @@ class TimingConfig:
     warmup_tolerance: float = 0.2
     warmup_budget_s: float = 10.0
     max_warmup_runs: int = 1_000
+    # Synchronised single calls after steady state, on asynchronous stacks (see Timer).
+    latency_budget_s: float = 0.5
+    max_latency_runs: int = 200
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,7 @@ class Measurement:
     steady_usage: Usage = Usage(0.0, 0.0, 0)
     steady_wall_s: float = 0.0
     stable: bool = False
+    latency_s: list[float] = field(default_factory=list)  # single synchronised calls
 
     @property
     def samples_s(self) -> list[float]:
@@ -110,6 +118,7 @@ class Timer:
         clock: Callable[[], float] = time.perf_counter,
         compile_count: Callable[[], int] = lambda: 0,
         usage: Callable[[], Usage] = process_usage,
+        measure_latency: bool = False,
     ) -> None:
         self.call = call
         self.sync = sync
@@ -119,6 +128,7 @@ class Timer:
         self.clock = clock
         self.compile_count = compile_count
         self.usage = usage
+        self.measure_latency = measure_latency
 
     def timed_run(self, fn: Callable[[], Any]) -> float:
         start = self.clock()
@@ -147,7 +157,18 @@ class Timer:
             compiles_first_run=compiles_first,
         )
         self._steady(measurement)
+        if self.measure_latency:
+            measurement.latency_s = self._latency()
         return measurement
+
+    def _latency(self) -> list[float]:
+        runs: list[float] = []
+        start = self.clock()
+        while len(runs) < self.config.max_latency_runs and (
+            self.clock() - start < self.config.latency_budget_s or len(runs) < 3
+        ):
+            runs.append(self.timed_run(self.call))
+        return runs
 
     def _warm_up(self, runs_so_far: list[float]) -> list[float]:
         config = self.config
