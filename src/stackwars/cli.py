@@ -155,7 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     listing = subparsers.add_parser("list", help="list workloads, stacks or suites")
     listing.add_argument("what", choices=("workloads", "stacks", "suites"))
     listing.add_argument("--workload-file", action="append", default=[], metavar="PATH")
-    subparsers.add_parser("env", help="this machine and the installed framework versions")
+    env = subparsers.add_parser("env", help="this machine and the installed framework versions")
+    env.add_argument(
+        "--peak",
+        action="store_true",
+        help="measure this machine's GEMM FLOP/s and memory bandwidth once and store them; "
+        "tables then place every cell on the roofline",
+    )
     _add_results_commands(subparsers)
     _add_ir(subparsers)
     selftest = subparsers.add_parser(

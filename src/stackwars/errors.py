@@ -11,7 +11,7 @@ The tree::
     │   ├── ParameterError          a parameter name or value a workload does not accept
     │   ├── BudgetError             a cell that cannot fit the memory budget
     │   └── WorkloadFileError       a --workload-file that cannot be imported
-    └── WorkerProtocolError         a worker answered with something that is not a result
+    └── PeakError (peak.py)         the machine's peak could not be measured or read
 
 Failures of the work itself (an exception in a framework, a crash, a hang, running out of
 memory) are never raised to the user: they become cell results with a status and a reason.
@@ -51,7 +51,3 @@ class BudgetError(UsageError):
 
 class WorkloadFileError(UsageError):
     """A user workload file that is missing or fails to import."""
-
-
-class WorkerProtocolError(StackwarsError):
-    """A worker process produced output that does not follow the worker protocol."""

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 
 from stackwars import workloads
 from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, stack_missing_reason
+from stackwars.peak import Peak, load_peak, measure_peak, peak_rows, save_peak, stale_reason
 from stackwars.report.console import report_console
 from stackwars.results import metadata
 from stackwars.runner import plan
@@ -51,5 +54,30 @@ def suite_table() -> Table:
 
 
 def env(args: argparse.Namespace, argv: list[str]) -> int:
-    report_console().print(metadata.render_env(metadata.collect_env()))
+    console = report_console()
+    console.print(metadata.render_env(metadata.collect_env()))
+    if args.peak:
+        console.print("measuring this machine's peak (GEMM per library, STREAM); ~4 minutes")
+        path = save_peak(measure_peak())
+        console.print(f"stored in {path}")
+    stored = usable_peak(console, metadata.machine_info())
+    if stored is None:
+        console.print("peak: none for this machine; run 'stackwars env --peak' (once per machine)")
+        return 0
+    table = Table("Peak", "value")
+    for name, value in peak_rows(stored).items():
+        table.add_row(name, value)
+    console.print(table)
     return 0
+
+
+def usable_peak(console: Console, machine: dict[str, Any]) -> Peak | None:
+    """The stored peak when it describes this machine; a stale one is named, not used."""
+    peak = load_peak()
+    if peak is None:
+        return None
+    stale = stale_reason(peak, machine)
+    if stale:
+        console.print(f"warning: {stale}")
+        return None
+    return peak

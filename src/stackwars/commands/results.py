@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.table import Table
 
 from stackwars.commands.compare import report, threshold_of
+from stackwars.commands.listing import usable_peak
 from stackwars.errors import UsageError
 from stackwars.report.comparison import compare_stacks
 from stackwars.report.console import report_console
@@ -41,7 +42,7 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
     console.print(f"run {record.id} ({record.status}), started {record.started}")
     cells = merge_repeats(record.cells)
-    tables = build_tables(cells)
+    tables = build_tables(cells, usable_peak(console, record.machine))
     console.print(render_rich(tables))
     for sweep in find_sweeps(cells):
         console.print(sweep_table(sweep))

@@ -10,6 +10,7 @@ from typing import Any
 
 from stackwars import workloads
 from stackwars.commands.ir import capture_stack
+from stackwars.commands.listing import usable_peak
 from stackwars.config import RunOptions, default_memory_budget, parse_device, parse_size
 from stackwars.errors import UsageError
 from stackwars.frameworks import all_stacks
@@ -154,7 +155,7 @@ def _execute(
         if json_path:
             record.write_json(json_path)
     console = report_console()
-    tables = build_tables(merge_repeats(record.cells))
+    tables = build_tables(merge_repeats(record.cells), usable_peak(console, record.machine))
     console.print(render_rich(tables))
     if args.markdown:
         Path(args.markdown).write_text(render_markdown(tables), encoding="utf-8")

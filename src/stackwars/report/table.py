@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from stackwars.report.roofline import format_roofline
 from stackwars.results.schema import Cell, Parity
+
+if TYPE_CHECKING:  # peak.py reads machine metadata, which formats with this module
+    from stackwars.peak import Peak
 
 COLUMNS = (
     "Stack",
@@ -27,6 +31,7 @@ COLUMNS = (
     "Steady median",
     "Call+sync",
     "GFLOP/s",
+    "Roofline",
     "Peak memory",
     "Parity",
     "Speed-up",
@@ -35,6 +40,7 @@ _PARITY = COLUMNS.index("Parity") - 1  # index into Row.values, which has no Sta
 UNSTABLE_MARK = "~"
 UNSTABLE_NOTE = f"{UNSTABLE_MARK} not stable: CI target not reached within the time budget"
 TERMINAL_REASON_CHARS = 60
+NO_PEAK_NOTE = "Roofline: measure this machine's limits once with 'stackwars env --peak'"
 LATENCY_NOTE = (
     "Call+sync (asynchronous stacks): median single call waited for; the steady median "
     "lets the next call dispatch while one computes"
@@ -86,23 +92,27 @@ class Table:
         return f"{self.workload}({params}) @ {self.device}"
 
 
-def build_tables(cells: Iterable[Cell]) -> list[Table]:
+def build_tables(cells: Iterable[Cell], peak: Peak | None = None) -> list[Table]:
     """One table per (workload, params, device) in first-seen order, rows in cell order.
 
-    A cell measured twice (a re-run of the same key) replaces the earlier one in place.
+    A cell measured twice (a re-run of the same key) replaces the earlier one in place. With
+    the machine's measured ``peak``, each row also says where it stands on the roofline.
     """
     groups: dict[tuple[str, str, str], dict[tuple[str, str, str, str, bool], Cell]] = {}
     for cell in cells:
         workload, params, _stack, device, _to_host = key = cell.key()
         groups.setdefault((workload, params, device), {})[key] = cell
-    return [_build_table(list(group.values())) for group in groups.values()]
+    return [_build_table(list(group.values()), peak) for group in groups.values()]
 
 
-def _build_table(cells: list[Cell]) -> Table:
+def _build_table(cells: list[Cell], peak: Peak | None) -> Table:
     baseline = next((cell for cell in cells if _median(cell) is not None), None)
-    rows = tuple(_row(cell, baseline) for cell in cells)
+    rows = tuple(_row(cell, baseline, peak) for cell in cells)
     first = cells[0]
-    return Table(first.workload, dict(first.params), first.device, rows, _notes(cells, baseline))
+    notes = _notes(cells, baseline)
+    if peak is None:
+        notes = (*notes, NO_PEAK_NOTE)
+    return Table(first.workload, dict(first.params), first.device, rows, notes)
 
 
 def _median(cell: Cell) -> float | None:
@@ -117,7 +127,7 @@ def stack_label(cell: Cell) -> str:
     return f"{cell.stack} →host" if cell.to_host else cell.stack
 
 
-def _row(cell: Cell, baseline: Cell | None) -> Row:
+def _row(cell: Cell, baseline: Cell | None, peak: Peak | None) -> Row:
     parity = format_parity(cell.parity)
     if cell.status != "ok":
         # Numbers from a failed or wrong computation are not shown: they would invite comparison.
@@ -131,6 +141,7 @@ def _row(cell: Cell, baseline: Cell | None) -> Row:
         format_steady(cell),
         format_seconds(cell.times.latency_s),
         "" if cell.gflops is None else _three_digits(cell.gflops),
+        "" if peak is None else format_roofline(cell, peak),
         format_bytes(cell.memory.peak_rss_bytes),
         parity,
         _speed_up(cell, baseline),
