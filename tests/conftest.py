@@ -1,4 +1,5 @@
-"""Test-wide settings: frameworks write their caches and config into a temporary folder."""
+"""Test-wide settings: frameworks and stackwars write caches, config and stores into a
+temporary folder."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ for _name, _sub in (
     ("KERAS_HOME", "keras"),
     ("MPLCONFIGDIR", "matplotlib"),
     ("TORCHINDUCTOR_CACHE_DIR", "torchinductor"),
+    # Nothing the user stored (a measured peak, a results store) leaks into a test.
+    ("STACKWARS_PEAK", "peak.json"),
+    ("STACKWARS_DB", "stackwars.sqlite"),
 ):
-    os.environ.setdefault(_name, os.path.join(_SCRATCH, _sub))
+    os.environ[_name] = os.path.join(_SCRATCH, _sub)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

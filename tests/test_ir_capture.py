@@ -10,12 +10,14 @@ import pytest
 from stackwars.cli import main
 from stackwars.commands.ir import capture_stack
 from stackwars.config import RunOptions
-from stackwars.frameworks import missing_reason
+from stackwars.frameworks import missing_reason, stack_missing_reason
 from stackwars.ir.analyse import analyse
 from stackwars.runner.protocol import CellSpec
 
 GEMM = {"n": 16, "dtype": "float32"}
 MUST_CONTAIN = {
+    ("torch:xla", "stablehlo"): "dot_general",
+    ("torch:xla", "optimized_hlo"): "dot",
     ("jax:jit", "jaxpr"): "dot_general",
     ("jax:jit", "stablehlo"): "dot_general",
     ("jax:jit", "hlo"): "dot",
@@ -27,14 +29,16 @@ MUST_CONTAIN = {
 
 
 def captured(stack: str, tmp_path: Path) -> tuple[Path, dict[str, object]]:
-    if missing_reason(stack.partition(":")[0]):
-        pytest.skip(missing_reason(stack.partition(":")[0]) or "")
+    framework, _, mode = stack.partition(":")
+    missing = stack_missing_reason(framework, mode)
+    if missing:
+        pytest.skip(missing)
     folder = tmp_path / stack.replace(":", "_")
     index = capture_stack(CellSpec("gemm", GEMM, stack), RunOptions(), folder)
     return folder, index
 
 
-@pytest.mark.parametrize("stack", ["jax:jit", "tensorflow:xla", "tensorflow:graph"])
+@pytest.mark.parametrize("stack", ["jax:jit", "torch:xla", "tensorflow:xla", "tensorflow:graph"])
 def test_gemm_stages_hold_the_matmul(stack: str, tmp_path: Path) -> None:
     folder, index = captured(stack, tmp_path)
     stages = index["stages"]
@@ -116,3 +120,19 @@ def test_run_capture_ir_stores_the_ir_with_the_run(tmp_path: Path) -> None:
     (key,) = captures  # numpy has no compiler IR: only jax:jit's cell is stored
     assert "jax:jit" in key
     assert "dot_general" in captures[key]["stablehlo"]
+
+
+def test_torch_xla_exports_the_aten_graph(tmp_path: Path) -> None:
+    folder, index = captured("torch:xla", tmp_path)
+    stages = index["stages"]
+    assert isinstance(stages, dict)
+    assert "aten.mm" in (folder / stages["exported_graph"]).read_text()
+
+
+def test_torch_compile_gives_fx_graph_inductor_code_and_graph_breaks(tmp_path: Path) -> None:
+    folder, index = captured("torch:compile", tmp_path)
+    stages = index["stages"]
+    assert isinstance(stages, dict)
+    assert "torch.matmul" in (folder / stages["fx_graph"]).read_text()
+    assert "def call(" in (folder / stages["inductor_code"]).read_text()
+    assert "graph breaks: 0" in (folder / stages["graph_breaks"]).read_text()

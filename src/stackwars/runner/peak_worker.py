@@ -93,25 +93,19 @@ FULL = Sizes(
     ),
 )
 # For tests: every code path, in well under a second per library once it is imported.
+_QUICK_TIMING = TimingConfig(
+    steady_budget_s=0.02,
+    min_steady_s=0.0,
+    min_blocks=6,
+    warmup_window=3,
+    warmup_budget_s=0.02,
+    max_warmup_runs=10,
+)
 QUICK = Sizes(
     gemm_n=(64, 128),
     stream_elements=2**16,
-    gemm_timing=TimingConfig(
-        steady_budget_s=0.02,
-        min_steady_s=0.0,
-        min_blocks=6,
-        warmup_window=3,
-        warmup_budget_s=0.02,
-        max_warmup_runs=10,
-    ),
-    stream_timing=TimingConfig(
-        steady_budget_s=0.02,
-        min_steady_s=0.0,
-        min_blocks=6,
-        warmup_window=3,
-        warmup_budget_s=0.02,
-        max_warmup_runs=10,
-    ),
+    gemm_timing=_QUICK_TIMING,
+    stream_timing=_QUICK_TIMING,
 )
 
 
