@@ -167,6 +167,7 @@ def test_ok_row_shows_every_number() -> None:
         "1.23 ms ± 1.0%",
         "",  # Call+sync: only asynchronous stacks measure it
         "12.3",
+        "",  # Roofline: no peak measured
         "300 MiB",
         "ok",
         f"1.00{X}",
