@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 # Wide enough for a whole results table in files and CI logs, where there is no terminal.
-WIDE_OUTPUT = 160
+WIDE_OUTPUT = 200
 
 
 def report_console() -> Console:

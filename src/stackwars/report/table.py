@@ -262,7 +262,10 @@ def _rich_table(table: Table) -> RichTable:
     for name in COLUMNS:
         justify = "left" if name in ("Stack", "Parity") else "right"
         # Numbers and stack names are never wrapped or cut; only a failure reason may wrap.
-        rich_table.add_column(name, justify=justify, no_wrap=name != "First run")
+        wraps = name == "First run"  # where a failed row's reason goes
+        rich_table.add_column(
+            name, justify=justify, no_wrap=not wraps, min_width=9 if wraps else None
+        )
     for row in table.rows:
         texts = row.texts(TERMINAL_REASON_CHARS)
         if row.ok:
