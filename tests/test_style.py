@@ -32,7 +32,7 @@ def test_ruff(command: list[str]) -> None:
 
 
 def test_pyright() -> None:
-    result = subprocess.run(
-        [tool("pyright")], check=False, cwd=ROOT, capture_output=True, text=True
-    )
+    # The interpreter running the tests decides where packages are, activated venv or not.
+    command = [tool("pyright"), "--pythonpath", sys.executable]
+    result = subprocess.run(command, check=False, cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
