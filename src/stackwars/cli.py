@@ -106,6 +106,18 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
         choices=("auto", "on", "off"),
         help="JAX 64-bit: auto turns it on for float64 cells",
     )
+    limits.add_argument(
+        "--force",
+        action="store_true",
+        help="run cells whose predicted peak exceeds the memory budget (the watchdog still "
+        "stops them at the budget); without it they are reported oom with the prediction",
+    )
+    limits.add_argument(
+        "--find-max-batch",
+        action="store_true",
+        help="run nothing: for each cell, print the largest batch whose predicted peak fits "
+        "the memory budget (workloads with a batch parameter)",
+    )
     limits.add_argument("--seed", type=int, default=0, help="input seed (0)")
     limits.add_argument(
         "--repeat",

@@ -72,6 +72,7 @@ class RunOptions:
     timing: TimingConfig = field(default_factory=TimingConfig)
     workload_files: tuple[str, ...] = ()
     cache_root: Path | None = None  # where compile caches live; a temporary folder when None
+    force: bool = False  # run cells predicted not to fit the memory budget
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

@@ -31,6 +31,17 @@ CROSSOVER = ("numpy:eager", "jax:jit")
 SWEEP = tuple(2**k for k in range(4, 13))  # 16 .. 4096
 GPT2_SMALL: dict[str, tuple[Any, ...]] = {"batch": (2,), "seq": (64,), "d_model": (768,)}
 TASKS = ("forward", "grad")
+# Seed 001's end-to-end models, in its order; each infers and trains at its defaults (batch 2,
+# sequence 64, images 224², float32, full size).
+MODELS = ("resnet50", "bert-base", "gpt2-small", "vit-b16", "gpt-neo-1.3b", "llama-3.1-8b")
+MODEL_ENTRIES = tuple(SuiteEntry(model, {"task": ("infer", "train")}) for model in MODELS)
+# A model call takes 10 ms to seconds: a few seconds of blocks give a stable median.
+MODEL_TIMING = {"steady_budget_s": 5.0, "warmup_budget_s": 10.0}
+STACK_WARS_OPS = (
+    SuiteEntry("gemm", {"n": (768,), "dtype": ("float32",)}),
+    SuiteEntry("ffn", {**GPT2_SMALL, "d_ff": (3072,), "task": TASKS}),
+    SuiteEntry("mha", {**GPT2_SMALL, "heads": (12,), "causal": (True,), "task": TASKS}),
+)
 
 SUITES: dict[str, Suite] = {
     suite.name: suite
@@ -80,11 +91,23 @@ SUITES: dict[str, Suite] = {
                 "seed 001's basic operations at GPT-2 small's shapes (batch 2, seq 64, d_model "
                 "768, 12 heads, d_ff 3072) on every stack, forward and with gradients"
             ),
-            entries=(
-                SuiteEntry("gemm", {"n": (768,), "dtype": ("float32",)}),
-                SuiteEntry("ffn", {**GPT2_SMALL, "d_ff": (3072,), "task": TASKS}),
-                SuiteEntry("mha", {**GPT2_SMALL, "heads": (12,), "causal": (True,), "task": TASKS}),
+            entries=STACK_WARS_OPS,
+        ),
+        Suite(
+            name="models",
+            description=(
+                "seed 001's end-to-end models (ResNet-50, BERT-base, GPT-2 small, ViT-B/16, "
+                "GPT-Neo 1.3B, LLaMA-3.1 8B), inference and one AdamW train step, every stack; "
+                "--param scale=tiny runs the same cells at test size"
             ),
+            entries=MODEL_ENTRIES,
+            timing=MODEL_TIMING,
+        ),
+        Suite(
+            name="stack-wars",
+            description="seed 001 in full: its basic operations, then its models",
+            entries=STACK_WARS_OPS + MODEL_ENTRIES,
+            timing=MODEL_TIMING,
         ),
     )
 }

@@ -30,7 +30,9 @@ def workload_table() -> Table:
     for workload in workloads.registry().values():
         params = ", ".join(f"{p.name}={p.default}" for p in workload.params)
         frameworks = ", ".join(workload.implementations)
-        table.add_row(workload.name, params, frameworks, workload.description)
+        summary = workload.summary()
+        description = f"{workload.description}; {summary}" if summary else workload.description
+        table.add_row(workload.name, params, frameworks, description)
     return table
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from stackwars import workloads
 from stackwars.commands.ir import capture_stack
 from stackwars.commands.listing import usable_peak
+from stackwars.commands.maxbatch import print_max_batches
 from stackwars.config import RunOptions, default_memory_budget, parse_device, parse_size
 from stackwars.errors import UsageError
 from stackwars.frameworks import all_stacks
@@ -60,6 +61,7 @@ def run_options(args: argparse.Namespace, overrides: dict[str, float]) -> RunOpt
         seed=args.seed,
         timing=timing_config(args, overrides),
         workload_files=tuple(str(Path(p).resolve()) for p in args.workload_file),
+        force=args.force,
     )
 
 
@@ -72,10 +74,9 @@ def chosen_cells(args: argparse.Namespace, device: str) -> tuple[list[CellSpec],
         cells = plan.cells_for(workload, values, stacks or all_stacks(), device)
         overrides: dict[str, float] = {}
     else:
-        if args.param:
-            raise UsageError("--param needs --workload; a suite fixes its own parameters")
         suite = get_suite(args.suite or "quick")
-        cells, overrides = plan.suite_cells(suite, stacks, device), suite.timing
+        values = plan.suite_param_args(suite, args.param)
+        cells, overrides = plan.suite_cells(suite, stacks, device, values), suite.timing
     if args.to_host:
         cells = [dataclasses.replace(cell, to_host=True) for cell in cells]
     if not cells:
@@ -92,6 +93,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             workloads.load_workload_file(path)
         chosen, overrides = chosen_cells(args, parse_device(args.device))
         options = run_options(args, overrides)
+        if args.find_max_batch:
+            return print_max_batches(chosen, options.memory_budget)
         cells = plan.schedule(chosen, args.repeat, args.order_seed)
         remaining = cells
         record = Run(
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             options=options.to_dict(),
             planned=[dataclasses.asdict(cell) for cell in cells],
         )
-    planned = plan.plan(remaining, options.memory_budget)
+    planned = plan.plan(remaining, options.memory_budget, options.force)
     results = results or store.Store(store.default_path(args.db))
     for warning in machine_warnings(record.machine):
         report_console().print(f"warning: {warning}")

@@ -9,7 +9,9 @@ History of SCHEMA_VERSION:
   runs, steady-state statistics with raw samples, compiles, memory, CPU, parity, work, settings.
   Added since, without a version change (readers ignore what they do not know): ``repeat``,
   ``memory.peak_tree_rss_bytes``, run ``planned``, ``times.latency_s`` and
-  ``latency_samples_s``.
+  ``latency_samples_s``, ``parity.reference``, ``parity.fingerprint``,
+  ``parity.fingerprint_head``, ``parity.fingerprint_steps``, ``parity.compared_with``,
+  ``memory.predicted_bytes``.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class Memory:
     device_peak_bytes: int | None = None
     rss_after_import_bytes: int | None = None  # peak once the framework was up, before data
     peak_tree_rss_bytes: int | None = None  # worker and its children, polled by the parent
+    predicted_bytes: int | None = None  # the plan's prediction of the peak, before running
 
 
 @dataclass
@@ -89,6 +92,14 @@ class Parity:
     rtol: float | None = None
     computed_dtype: str | None = None
     requested_dtype: str | None = None
+    # What the result was compared with: "numpy float64" (the workload's reference) or
+    # "stacks" (no reference can exist, e.g. a train step: the run compares the stacks that
+    # ran the same cell, from the fingerprint: the first output whole, then samples).
+    reference: str | None = None
+    fingerprint: list[float] | None = None
+    fingerprint_head: int | None = None
+    fingerprint_steps: list[float] | None = None  # sampled new minus old weights
+    compared_with: str | None = None  # the stack a "stacks" comparison was made against
 
 
 @dataclass

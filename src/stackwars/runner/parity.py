@@ -17,6 +17,8 @@ from stackwars.frameworks.base import flatten
 from stackwars.results.schema import Parity
 from stackwars.workloads.base import Workload
 
+FINGERPRINT_SAMPLES = 16
+
 
 def computed_dtype(arrays: list[np.ndarray]) -> str:
     names = sorted({str(a.dtype) for a in arrays if np.issubdtype(a.dtype, np.inexact)})
@@ -24,12 +26,20 @@ def computed_dtype(arrays: list[np.ndarray]) -> str:
 
 
 def check(
-    workload: Workload, params: Mapping[str, Any], outputs: list[np.ndarray], reference: Any
+    workload: Workload,
+    params: Mapping[str, Any],
+    outputs: list[np.ndarray],
+    reference: Any,
+    computed: str | None = None,
 ) -> tuple[Parity, str]:
-    """Parity of ``outputs`` against ``reference``; the reason is empty when they agree."""
+    """Parity of ``outputs`` against ``reference``; the reason is empty when they agree.
+    ``computed`` names the dtype the stack computed in when its outputs were widened for the
+    host (NumPy has no bfloat16); by default it is read from the outputs."""
     expected = [np.asarray(r, dtype=np.float64) for r in flatten(reference)]
-    dtype = computed_dtype(outputs)
-    parity = Parity(computed_dtype=dtype, requested_dtype=params.get("dtype"))
+    dtype = computed or computed_dtype(outputs)
+    parity = Parity(
+        computed_dtype=dtype, requested_dtype=params.get("dtype"), reference="numpy float64"
+    )
     if len(outputs) != len(expected):
         parity.ok = False
         return parity, f"returned {len(outputs)} arrays, the reference has {len(expected)}"
@@ -40,7 +50,7 @@ def check(
             parity.ok = False
             return parity, f"output {index} has shape {out.shape}, the reference {ref.shape}"
         scale = float(np.sqrt(np.mean(ref * ref))) if ref.size else 0.0
-        tolerance = workload.tolerance(params, str(out.dtype), scale)
+        tolerance = workload.tolerance(params, computed or str(out.dtype), scale)
         error = np.abs(out.astype(np.float64) - ref)
         if not np.all(np.isfinite(error)):
             failures.append(f"output {index} has non-finite values")
@@ -58,3 +68,32 @@ def check(
     parity.max_abs_err, parity.max_rel_err = worst_abs, worst_rel
     parity.ok = not failures
     return parity, "; ".join(failures)
+
+
+def fingerprint(
+    outputs: list[np.ndarray],
+    inputs: tuple[Any, ...],
+    params: Mapping[str, Any],
+    computed: str | None,
+) -> Parity:
+    """What the parent compares across stacks when no reference exists: a train step, whose
+    first output is the loss and whose other outputs are the new values of the first inputs
+    (the weights). Kept: the loss whole, and FINGERPRINT_SAMPLES evenly spaced elements of
+    every new weight and of its step (new minus old), so that a billion weights fit in a
+    result file."""
+    values = [float(v) for v in np.ravel(outputs[0]).astype(np.float64)]
+    steps: list[float] = []
+    for new, old in zip(outputs[1:], inputs, strict=False):
+        flat = np.ravel(new).astype(np.float64)
+        picks = np.linspace(0, flat.size - 1, min(FINGERPRINT_SAMPLES, flat.size)).astype(int)
+        values.extend(flat[picks].tolist())
+        steps.extend((flat[picks] - np.ravel(old)[picks].astype(np.float64)).tolist())
+    return Parity(
+        ok=None,
+        computed_dtype=computed or computed_dtype(outputs),
+        requested_dtype=params.get("dtype"),
+        reference="stacks",
+        fingerprint=values,
+        fingerprint_head=int(np.size(outputs[0])),
+        fingerprint_steps=steps,
+    )

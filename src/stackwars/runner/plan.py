@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackwars import workloads
-from stackwars.errors import BudgetError, ParameterError
+from stackwars.errors import ParameterError
 from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, stack_missing_reason
 from stackwars.runner.protocol import CellSpec
 from stackwars.suites import Suite
@@ -27,13 +27,16 @@ FRAMEWORK_BASELINE_BYTES = {
     "tensorflow": 1000 * 2**20,
 }
 MAX_SWEEP_VALUES = 10_000
+GIB = 2**30
 _RANGE = re.compile(r"^(-?[\d.e+_]+)\.\.(-?[\d.e+_]+)(?::([x+*])([\d.e+_]+))?$")
 
 
 @dataclass(frozen=True)
 class PlannedCell:
     spec: CellSpec
-    skip_reason: str = ""  # non-empty: the cell is reported unsupported without a worker
+    skip_reason: str = ""  # non-empty: the cell ends with skip_status without a worker
+    skip_status: str = "unsupported"
+    predicted_bytes: int | None = None
 
 
 def parse_values(workload: Workload, name: str, text: str) -> list[Any]:
@@ -100,13 +103,38 @@ def cells_for(
     ]
 
 
-def suite_cells(suite: Suite, stacks: Sequence[Stack] | None, device: str) -> list[CellSpec]:
+def suite_param_args(suite: Suite, args: Sequence[str]) -> dict[str, list[Any]]:
+    """``--param`` values that override a suite's, for every entry whose workload has them
+    (e.g. ``scale=tiny`` for the model suites); a name no entry has is refused."""
+    parsed: dict[str, list[Any]] = {}
+    for arg in args:
+        name = arg.partition("=")[0].strip()
+        owners = [
+            workloads.get(entry.workload)
+            for entry in suite.entries
+            if name in workloads.get(entry.workload).defaults()
+        ]
+        if not owners:
+            raise ParameterError(
+                f"--param {arg!r}: no workload of suite {suite.name!r} has a parameter {name!r}"
+            )
+        parsed.update(parse_param_args(owners[0], [arg]))
+    return parsed
+
+
+def suite_cells(
+    suite: Suite,
+    stacks: Sequence[Stack] | None,
+    device: str,
+    overrides: Mapping[str, Sequence[Any]] | None = None,
+) -> list[CellSpec]:
     chosen = list(stacks) if stacks is not None else all_stacks()
     cells: list[CellSpec] = []
     for entry in suite.entries:
         allowed = chosen if entry.stacks is None else [s for s in chosen if str(s) in entry.stacks]
         workload = workloads.get(entry.workload)
-        cells.extend(cells_for(workload, entry.params, allowed, device, entry.to_host))
+        mine = {k: v for k, v in (overrides or {}).items() if k in workload.defaults()}
+        cells.extend(cells_for(workload, {**entry.params, **mine}, allowed, device, entry.to_host))
     return cells
 
 
@@ -135,28 +163,45 @@ def skip_reason(spec: CellSpec) -> str:
         return missing
     if spec.device.partition(":")[0] not in info.devices:
         return f"{info.name} has no {spec.device} support here; devices: {', '.join(info.devices)}"
-    if spec.framework not in workloads.get(spec.workload).implementations:
-        return f"workload {spec.workload!r} has no {spec.framework} implementation"
-    return ""
-
-
-def predicted_bytes(spec: CellSpec) -> int:
     workload = workloads.get(spec.workload)
-    return FRAMEWORK_BASELINE_BYTES[spec.framework] + workload.memory_bytes(spec.params)
+    if spec.framework not in workload.implementations:
+        return f"workload {spec.workload!r} has no {spec.framework} implementation"
+    return workload.unsupported(spec.params, spec.framework, spec.mode)
 
 
-def check_budget(cells: Sequence[CellSpec], budget: int) -> None:
-    """Refuse, before running anything, cells predicted to need more than the budget."""
-    too_big = [(spec, predicted_bytes(spec)) for spec in cells if predicted_bytes(spec) > budget]
-    if too_big:
-        spec, need = max(too_big, key=lambda item: item[1])
-        raise BudgetError(
-            f"{len(too_big)} cell(s) cannot fit the memory budget of {budget / 2**30:.2f} GiB; "
-            f"the largest, {spec.label()}, needs about {need / 2**30:.2f} GiB; "
-            "use smaller parameters or raise --memory-budget"
-        )
+def prediction(spec: CellSpec) -> tuple[int, str]:
+    """Predicted peak resident bytes of a cell's worker, and how they add up."""
+    workload = workloads.get(spec.workload)
+    baseline = FRAMEWORK_BASELINE_BYTES[spec.framework]
+    if workload.memory_for is not None:
+        need, detail = workload.memory_for(spec.params, spec.framework)
+    else:
+        need, detail = workload.memory_bytes(spec.params), "inputs, results and temporaries"
+    return baseline + need, f"{spec.framework} runtime {baseline / GIB:.2f} GiB + {detail}"
 
 
-def plan(cells: Sequence[CellSpec], budget: int) -> list[PlannedCell]:
-    check_budget(cells, budget)
-    return [PlannedCell(spec, skip_reason(spec)) for spec in cells]
+def over_budget_reason(spec: CellSpec, budget: int) -> str:
+    need, detail = prediction(spec)
+    if need <= budget:
+        return ""
+    return (
+        f"predicted peak {need / GIB:.2f} GiB exceeds the memory budget of {budget / GIB:.2f} GiB "
+        f"({detail}); not run: --force runs it anyway under the watchdog, --memory-budget "
+        "changes the budget"
+    )
+
+
+def plan(cells: Sequence[CellSpec], budget: int, force: bool = False) -> list[PlannedCell]:
+    """Each cell with the reason it cannot run here, if any: ``unsupported`` when its stack is
+    missing, ``oom`` when its predicted peak exceeds ``budget`` (unless ``force``)."""
+    planned = []
+    for spec in cells:
+        reason = skip_reason(spec)
+        need = None if reason else prediction(spec)[0]
+        if reason:
+            planned.append(PlannedCell(spec, reason))
+        elif not force and (too_big := over_budget_reason(spec, budget)):
+            planned.append(PlannedCell(spec, too_big, "oom", need))
+        else:
+            planned.append(PlannedCell(spec, predicted_bytes=need))
+    return planned

@@ -16,6 +16,7 @@ from stackwars.config import RunOptions
 from stackwars.frameworks.base import RunSettings
 from stackwars.results.run import Run, now
 from stackwars.results.schema import Cell
+from stackwars.runner.crosscheck import crosscheck
 from stackwars.runner.isolate import failed_cell, run_in_worker
 from stackwars.runner.plan import PlannedCell
 from stackwars.runner.protocol import CellSpec, Request
@@ -88,6 +89,7 @@ def execute(
         for index, item in enumerate(planned):
             reporter.start_cell(item.spec.label())
             cell = _run_one(item, options, caches, index)
+            crosscheck(cell, run.cells)
             run.cells.append(cell)
             for sink in sinks:
                 sink(run, cell)
@@ -105,10 +107,13 @@ def execute(
 def _run_one(item: PlannedCell, options: RunOptions, caches: CacheFolders, index: int) -> Cell:
     if item.skip_reason:
         request = request_for(item.spec, options, Path())
-        return failed_cell(request, "unsupported", item.skip_reason)
-    folder = caches.for_cell(index)
-    try:
-        request = request_for(item.spec, options, folder)
-        return run_in_worker(request, options.timeout_s, options.memory_budget)
-    finally:
-        caches.release(folder)
+        cell = failed_cell(request, item.skip_status, item.skip_reason)
+    else:
+        folder = caches.for_cell(index)
+        try:
+            request = request_for(item.spec, options, folder)
+            cell = run_in_worker(request, options.timeout_s, options.memory_budget)
+        finally:
+            caches.release(folder)
+    cell.memory.predicted_bytes = item.predicted_bytes
+    return cell

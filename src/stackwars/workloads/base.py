@@ -13,6 +13,13 @@ registered workload by ``tests/test_workload_contract.py``):
 * ``work(params)`` gives analytic FLOPs and bytes moved; ``memory_bytes(params)`` the data the
   computation needs beyond the framework's own footprint, used to refuse cells that cannot fit.
 * ``tiny`` are parameters small enough for tests.
+
+Stateful workloads (the end-to-end models) differ in two ways. A builder may return an object
+with ``bind(arrays, mode) -> Bound``: it loads the arrays that are state (weights, optimizer
+state) into the framework's own objects once, outside timing, and says which function to time
+on which arguments, how to restore the state before the parity call, and which arrays parity
+compares. And ``reference`` may return ``None``: no single process can compute the reference
+(a train step: NumPy has no autodiff), so the parent compares the stacks with each other.
 """
 
 from __future__ import annotations
@@ -32,6 +39,19 @@ DTYPE_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
 # Relative tolerance by the dtype a stack computed in, scaled per workload by a factor that
 # reflects accumulation depth (e.g. sqrt(k) for a length-k dot product).
 BASE_RTOL = {"float64": 1e-12, "float32": 2e-6, "bfloat16": 2e-2, "float16": 2e-3}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A stateful workload made ready on one stack (see the module docstring)."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    # Host arrays (float32 or float64, in order) parity compares, from one call's output.
+    host_outputs: Callable[[Any], list[Any]]
+    computed_dtype: str
+    # Puts the state back as bind left it, so that the parity call repeats the first step.
+    reset: Callable[[], None] = lambda: None
 
 
 @dataclass(frozen=True)
@@ -99,6 +119,14 @@ class Workload:
     # Multiplies BASE_RTOL; e.g. accumulation depth for reductions and matmuls.
     error_growth: Callable[[Mapping[str, Any]], float] = lambda params: 1.0
     source: str = "builtin"
+    # Per-framework prediction (bytes, and how they add up) for workloads whose memory depends
+    # on how a framework holds state; when set, planning uses it instead of memory_bytes.
+    memory_for: Callable[[Mapping[str, Any], str], tuple[int, str]] | None = None
+    # Why a stack cannot run these parameters (framework, mode -> reason, '' when it can):
+    # decided in the parent so that such cells never start a worker.
+    unsupported: Callable[[Mapping[str, Any], str, str], str] = lambda params, fw, mode: ""
+    # A line for 'stackwars list workloads' (the models show their parameter counts).
+    summary: Callable[[], str] = lambda: ""
 
     def param(self, name: str) -> Param:
         for param in self.params:

@@ -1,0 +1,64 @@
+"""``run --find-max-batch``: the largest batch each cell's predicted peak lets fit the budget.
+
+A prediction, not a measurement: the batch found is the largest for which the plan would run
+the cell. Run that batch to measure its real peak (``memory.peak_tree_rss_bytes``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from stackwars import workloads
+from stackwars.errors import UsageError
+from stackwars.report.console import report_console
+from stackwars.runner import plan
+from stackwars.runner.protocol import CellSpec
+
+GIB = 2**30
+# Doubling stops here: no cell is planned with more examples than this.
+MAX_BATCH = 2**20
+
+
+def _fits(spec: CellSpec, batch: int, budget: int) -> bool:
+    return plan.prediction(_with_batch(spec, batch))[0] <= budget
+
+
+def max_batch(spec: CellSpec, budget: int) -> int:
+    """Largest batch whose prediction fits ``budget`` (0 when even batch 1 does not)."""
+    if not _fits(spec, 1, budget):
+        return 0
+    low, high = 1, 2
+    while high <= MAX_BATCH and _fits(spec, high, budget):
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if _fits(spec, middle, budget) else (low, middle)
+    return low
+
+
+def _with_batch(spec: CellSpec, batch: int) -> CellSpec:
+    return dataclasses.replace(spec, params={**spec.params, "batch": batch})
+
+
+def print_max_batches(cells: Sequence[CellSpec], budget: int) -> int:
+    with_batch = [c for c in cells if "batch" in workloads.get(c.workload).defaults()]
+    if not with_batch:
+        raise UsageError("--find-max-batch needs workloads with a batch parameter (the models)")
+    # One row per cell up to its batch: a --param batch=... list asks the same question.
+    unique = {spec.label(): spec for spec in (_with_batch(c, 1) for c in with_batch)}
+    table = Table(title=f"Largest batch predicted to fit {budget / GIB:.2f} GiB")
+    for column in ("workload", "params", "stack", "max batch", "predicted peak at it"):
+        table.add_column(column)
+    for spec in unique.values():
+        params = ",".join(f"{k}={v}" for k, v in spec.params.items() if k != "batch")
+        if plan.skip_reason(spec):
+            table.add_row(spec.workload, params, spec.stack, "unsupported", "-")
+            continue
+        best = max_batch(spec, budget)
+        peak = f"{plan.prediction(_with_batch(spec, best))[0] / GIB:.2f} GiB" if best else "-"
+        table.add_row(spec.workload, params, spec.stack, str(best) if best else "none fits", peak)
+    report_console().print(table)
+    return 0

@@ -1,0 +1,107 @@
+"""Parity across stacks, in the parent, for cells no single process can check (a train step).
+
+Each such cell's worker leaves a fingerprint (see ``parity.fingerprint``). The first stack of a
+cell that ends ``ok`` becomes the anchor; every later stack of the same workload, parameters and
+device is compared with it and becomes ``mismatch`` when it disagrees: its loss, or any sampled
+updated weight, beyond the dtype's tolerance.
+
+What one AdamW step can show, and the one exception, counted in a warning: AdamW's first step
+moves a weight by ``lr·g/(|g|+eps)`` (plus weight decay), the full learning rate whenever
+``|g|`` is well above ``eps``, whatever the gradient's size. So the updated weights check each
+gradient's sign, not its magnitude (the loss checks the forward). A weight whose gradient is
+within a hundred ``eps`` of zero takes a partial step whose size and direction follow the
+gradient's last bits: a gradient that is zero in exact arithmetic, such as an attention key bias
+(softmax ignores a constant added to every score), is rounding noise on every stack. Weights
+whose step falls short of FULL_STEP_SHARE of the typical (median) step on either stack are
+therefore left out of the comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from stackwars import workloads
+from stackwars.results.schema import Cell
+
+FULL_STEP_SHARE = 0.99
+
+
+def _same_cell(a: Cell, b: Cell) -> bool:
+    return (a.workload, a.params, a.device) == (b.workload, b.params, b.device)
+
+
+def anchor_for(cell: Cell, earlier: Sequence[Cell]) -> Cell | None:
+    for other in earlier:
+        if other.status == "ok" and other.parity.fingerprint and _same_cell(cell, other):
+            return other
+    return None
+
+
+def crosscheck(cell: Cell, earlier: Sequence[Cell]) -> None:
+    """Compare ``cell`` with its anchor among ``earlier`` and set its parity and status."""
+    parity = cell.parity
+    if cell.status != "ok" or parity.reference != "stacks" or not parity.fingerprint:
+        return
+    anchor = anchor_for(cell, earlier)
+    if anchor is None:
+        cell.warnings.append(
+            "no other stack has run this cell yet: the stacks that run it later are compared "
+            "with this one"
+        )
+        return
+    reason = _disagreement(cell, anchor)
+    parity.compared_with = anchor.stack
+    parity.ok = not reason
+    if reason:
+        cell.status, cell.reason = "mismatch", f"disagrees with {anchor.stack}: {reason}"
+
+
+def _disagreement(cell: Cell, anchor: Cell) -> str:
+    # NumPy only here: the parent stays light until a cross-stack comparison is due.
+    import numpy as np
+
+    parity, head = cell.parity, cell.parity.fingerprint_head or 1
+    values: Any = np.array(parity.fingerprint)
+    expected: Any = np.array(anchor.parity.fingerprint)
+    if values.shape != expected.shape:
+        return f"fingerprint has {values.size} values, {expected.size} expected"
+    workload = workloads.get(cell.workload)
+    dtype = parity.computed_dtype or "float32"
+    error = np.abs(values - expected)
+    weights = expected[head:]
+    scale = float(np.sqrt(np.mean(weights**2))) if weights.size else 1.0
+    loss_tol = workload.tolerance(cell.params, dtype, float(np.abs(expected[:head]).max()))
+    tol = workload.tolerance(cell.params, dtype, scale)
+    parity.rtol, parity.atol = tol.rtol, tol.atol
+    parity.max_abs_err = float(error.max(initial=0.0))
+    parity.max_rel_err = parity.max_abs_err / max(scale, 1e-300)
+    if np.any(error[:head] > loss_tol.atol + loss_tol.rtol * np.abs(expected[:head])):
+        return f"loss {values[:head].tolist()} vs {expected[:head].tolist()}"
+    compared = _moved(cell, anchor)
+    outside = (error[head:] > tol.atol + tol.rtol * np.abs(weights)) & compared
+    if int((~compared).sum()):
+        cell.warnings.append(
+            f"{int((~compared).sum())} of {compared.size} sampled weights took a partial AdamW "
+            "step (gradient within 100 eps of zero: its direction is rounding noise) and were "
+            "not compared"
+        )
+    if outside.any():
+        return (
+            f"{int(outside.sum())} of {int(compared.sum())} sampled updated weights beyond "
+            f"atol={tol.atol:.2g}+rtol={tol.rtol:.2g}*|ref|"
+        )
+    return ""
+
+
+def _moved(cell: Cell, anchor: Cell) -> Any:
+    """Which sampled weights took a full step on both stacks (see the module docstring)."""
+    import numpy as np
+
+    steps = np.abs(np.array(cell.parity.fingerprint_steps or []))
+    anchor_steps = np.abs(np.array(anchor.parity.fingerprint_steps or []))
+    if steps.shape != anchor_steps.shape or not steps.size:
+        size = len(cell.parity.fingerprint or []) - (cell.parity.fingerprint_head or 1)
+        return np.ones(size, bool)
+    floor = FULL_STEP_SHARE * float(np.median(anchor_steps))
+    return (steps >= floor) & (anchor_steps >= floor)

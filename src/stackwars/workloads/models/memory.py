@@ -1,0 +1,89 @@
+"""Predicting a model cell's peak memory before any worker starts.
+
+The prediction adds named terms, each an element count times its element size, so that an
+``oom`` cell says what would not fit and why. Its assumptions, per framework, are the ones the
+worker's code makes true:
+
+* the host holds the canonical weights in float32 (float64 for float64 cells) for the whole
+  cell: they seed every stack and the reference reads them;
+* the device copy made by ``to_device``: none for numpy, for torch on CPU (``as_tensor``
+  shares host memory) and for tensorflow (Keras variables are assigned from the host arrays),
+  a full copy for jax;
+* the model's own parameters in the cell's dtype: torch's module and Keras's variables are
+  copies; jax's parameters are the device copy itself in float32, a cast copy in bfloat16;
+* training adds gradients and AdamW's two moments, all in the parameters' dtype; jax's pure
+  train step also returns new parameters and new moments (no buffer donation: the same
+  arguments are reused by every timed call);
+* activations: what the spec says a forward keeps for its backward and holds at once;
+* inference's float64 NumPy reference converts one weight at a time and holds its own
+  activations in float64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stackwars.workloads.base import DTYPE_BYTES
+from stackwars.workloads.models.spec import Config, ModelSpec, count
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Prediction:
+    terms: dict[str, int]  # name -> bytes
+
+    @property
+    def total(self) -> int:
+        return sum(self.terms.values())
+
+    def describe(self) -> str:
+        parts = [f"{name} {size / GIB:.2f}" for name, size in self.terms.items() if size]
+        return f"{self.total / GIB:.2f} GiB = " + " + ".join(parts) + " GiB"
+
+
+def _device_copy(framework: str, host_bytes: int) -> int:
+    return host_bytes if framework == "jax" else 0
+
+
+def _model_copy(framework: str, dtype: str, elements: int, host_dtype: str) -> int:
+    if framework == "numpy":
+        return 0
+    if framework == "jax" and dtype == host_dtype:
+        return 0
+    return elements * DTYPE_BYTES[dtype]
+
+
+def predict(
+    spec: ModelSpec, config: Config, params: Mapping[str, Any], framework: str
+) -> Prediction:
+    """Peak bytes of one cell beyond the framework's own footprint (see the module docstring)."""
+    dtype, train = str(params["dtype"]), params["task"] == "train"
+    host_dtype = "float64" if dtype == "float64" else "float32"
+    n_params = count(spec.layout(config))
+    n_state = n_params + count(spec.buffers(config))
+    item = DTYPE_BYTES[dtype]
+    host = n_state * DTYPE_BYTES[host_dtype]
+    acts = spec.activations(config, int(params["batch"]), int(params.get("seq", 0)))
+    terms = {
+        "host weights": host,
+        "device copy": _device_copy(framework, host),
+        "model weights": _model_copy(framework, dtype, n_state, host_dtype),
+    }
+    if train:
+        functional_copies = 3 * n_params * item if framework == "jax" else 0
+        terms["gradients"] = n_params * item
+        terms["AdamW moments"] = 2 * n_params * item
+        terms["new weights and moments"] = functional_copies
+        terms["activations"] = (acts.saved + acts.peak_live) * item
+    else:
+        largest = max(_largest(spec.layout(config)), _largest(spec.buffers(config)))
+        terms["activations"] = acts.peak_live * item
+        terms["float64 reference"] = 8 * (largest + acts.peak_live)
+    return Prediction(terms)
+
+
+def _largest(layout: Mapping[str, tuple[int, ...]]) -> int:
+    return max((count({name: shape}) for name, shape in layout.items()), default=0)

@@ -1,0 +1,129 @@
+"""The torch stacks for models: the family's ``torch.nn`` module, as its users run it.
+
+torch:eager and torch:compile hold the weights in the module and time ``model(x)`` under
+``no_grad`` (inference) or a whole train step: zero the gradients, loss, ``backward()``,
+``torch.optim.AdamW.step()``. torch:xla runs the same module through torchax, whose ``jax_jit``
+would bake closed-over weights into the program as constants, so there the weights are
+arguments: ``torch.func.functional_call(model, state, (x,))``, as torchax's own module wrapper
+does. Training on torch:xla is unsupported (see ``adapter.unsupported_reason``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from stackwars.frameworks.base import flatten
+from stackwars.workloads.base import Bound
+from stackwars.workloads.models import optim
+from stackwars.workloads.models.adapter import ModelCell, ToDevice, unsupported_reason
+
+
+def _to_host(tensor: torch.Tensor) -> np.ndarray:
+    # NumPy has no bfloat16: widen on the device first (exact).
+    return tensor.detach().float().cpu().numpy()
+
+
+def _model_input(cell: ModelCell, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    if cell.spec.inputs == "images":
+        # Canonical images are NHWC; torch's convolutions take NCHW.
+        return x.permute(0, 3, 1, 2).contiguous().to(dtype)
+    return x.long()  # torch's embeddings and losses take int64 ids
+
+
+def _model(cell: ModelCell, state: Mapping[str, Any], dtype: torch.dtype) -> Any:
+    family = cell.family_module()
+    model = family.build(cell.spec.name, cell.config)
+    family.load_canonical(model, state)
+    return model.to(dtype)
+
+
+def bind(cell: ModelCell, inputs: tuple[Any, ...], to_device: ToDevice, mode: str) -> Bound:
+    if mode == "xla":
+        return _bind_xla(cell, inputs, to_device)
+    dtype = getattr(torch, cell.dtype)
+    # On CPU, as_tensor shares the host arrays' memory; the module then holds its own copy.
+    weights, buffers, rest = cell.split(to_device(inputs))
+    state = {**weights, **buffers}
+    model = _model(cell, state, dtype)
+    x = _model_input(cell, rest[0], dtype)
+    if not cell.train:
+        model.eval()
+
+        def infer(x: torch.Tensor) -> Any:
+            with torch.no_grad():
+                return model(x)
+
+        host = lambda out: [_to_host(t) for t in flatten(out)]  # noqa: E731
+        return Bound(fn=infer, args=(x,), host_outputs=host, computed_dtype=cell.dtype)
+    return _bind_train(cell, model, state, x, rest[1].long())
+
+
+def _bind_train(
+    cell: ModelCell, model: Any, state: Mapping[str, Any], x: torch.Tensor, labels: torch.Tensor
+) -> Bound:
+    family = cell.family_module()
+    model.train()
+    optimizer = torch.optim.AdamW(
+        model.parameters(),
+        lr=optim.LR,
+        betas=(optim.BETA_1, optim.BETA_2),
+        eps=optim.EPS,
+        weight_decay=optim.WEIGHT_DECAY,
+    )
+
+    def train_step(x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        optimizer.zero_grad(set_to_none=True)
+        loss = model.loss(x, labels)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    def reset() -> None:
+        family.load_canonical(model, state)
+        optimizer.state.clear()
+
+    def host(loss: torch.Tensor) -> list[np.ndarray]:
+        weights = family.canonical_params(model).values()
+        return [_to_host(loss), *(_to_host(w) for w in weights)]
+
+    return Bound(
+        fn=train_step, args=(x, labels), host_outputs=host, computed_dtype=cell.dtype, reset=reset
+    )
+
+
+def _bind_xla(cell: ModelCell, inputs: tuple[Any, ...], to_device: ToDevice) -> Bound:
+    import jax.numpy as jnp
+    from torchax import interop
+
+    reason = unsupported_reason(cell.params, "torch", "xla")
+    if reason:
+        raise NotImplementedError(reason)
+    weights, buffers, rest = cell.split(tuple(torch.from_numpy(a) for a in inputs))
+    dtype = getattr(torch, cell.dtype)
+    model = _model(cell, {**weights, **buffers}, dtype).eval()
+    jax_dtype = jnp.dtype(cell.dtype)
+    state = {
+        name: interop.torch_view(jnp.asarray(tensor.detach().float().numpy(), dtype=jax_dtype))
+        # Buffers too, including the ones state_dict leaves out (e.g. RoPE frequencies):
+        # inside jax_jit every tensor the module touches must be a torchax tensor.
+        for name, tensor in [*model.named_parameters(), *model.named_buffers()]
+    }
+    host_x = rest[0].numpy()
+    if cell.spec.inputs == "images":
+        # torchax tensors compute only inside its environment: convert on the host.
+        host_x = np.ascontiguousarray(host_x.transpose(0, 3, 1, 2))
+    (x,) = to_device([host_x])
+    if cell.spec.inputs == "images" and jax_dtype != jnp.float32:
+        x = interop.torch_view(interop.jax_view(x).astype(jax_dtype))
+
+    def infer(state: dict[str, Any], x: Any) -> Any:
+        return torch.func.functional_call(model, state, (x,))
+
+    def host_outputs(out: Any) -> list[np.ndarray]:
+        return [np.asarray(interop.jax_view(t).astype(jnp.float32)) for t in flatten(out)]
+
+    return Bound(fn=infer, args=(state, x), host_outputs=host_outputs, computed_dtype=cell.dtype)

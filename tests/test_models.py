@@ -1,0 +1,198 @@
+"""The end-to-end models through stackwars's own machinery: registry and listing, memory
+prediction and oom planning, --find-max-batch, and train-step parity across frameworks.
+
+Per-family architecture tests live in tests/models/; forward parity of every model on every
+stack against the float64 NumPy forward is part of tests/test_workload_contract.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from stackwars import workloads
+from stackwars.cli import main
+from stackwars.frameworks import missing_reason
+from stackwars.frameworks.base import RunSettings
+from stackwars.results.schema import Cell, Parity
+from stackwars.runner import plan
+from stackwars.runner.crosscheck import crosscheck
+from stackwars.runner.isolate import run_in_worker
+from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.worker import CellRun
+from stackwars.timing.timer import TimingConfig
+from stackwars.workloads.models import SPECS
+from stackwars.workloads.models.spec import count
+
+GIB = 2**30
+# This machine's memory (24 GiB) under the default budget share (75 %).
+MACHINE_BUDGET = int(0.75 * 24 * GIB)
+PUBLISHED = {
+    "resnet50": 25_557_032,
+    "bert-base": 109_482_240,
+    "gpt2-small": 124_439_808,
+    "vit-b16": 86_567_656,
+    "gpt-neo-1.3b": 1_315_575_808,
+    "llama-3.1-8b": 8_030_261_248,
+}
+TINY_TIMING = TimingConfig(
+    steady_budget_s=0.02, min_steady_s=0.0, warmup_budget_s=0.02, min_blocks=3
+)
+TRAIN_STACKS = ("jax:jit", "torch:eager", "tensorflow:eager")
+
+
+def model_spec(name: str, stack: str, **params: str | int) -> CellSpec:
+    workload = workloads.get(name)
+    return CellSpec(name, workload.resolve({**workload.tiny, **params}), stack)
+
+
+def test_every_published_model_is_registered_with_its_published_count() -> None:
+    assert {spec.name for spec in SPECS} == set(PUBLISHED)
+    for spec in SPECS:
+        assert count(spec.layout(spec.configs["full"])) == PUBLISHED[spec.name], spec.name
+
+
+def test_list_workloads_shows_each_model_parameter_count(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["list", "workloads"]) == 0
+    out = capsys.readouterr().out
+    for published in PUBLISHED.values():
+        assert f"{published:,}" in out
+
+
+def full(name: str, stack: str, **params: str | int) -> CellSpec:
+    workload = workloads.get(name)
+    return CellSpec(name, workload.resolve(dict(params)), stack)
+
+
+def test_llama_8b_float32_is_planned_oom_with_its_prediction_and_bfloat16_halves_weights() -> None:
+    f32 = full("llama-3.1-8b", "torch:eager")
+    (planned,) = plan.plan([f32], MACHINE_BUDGET)
+    assert planned.skip_status == "oom"
+    assert "predicted peak" in planned.skip_reason and "--force" in planned.skip_reason
+    assert "model weights 29.9" in planned.skip_reason  # 8.03e9 float32 parameters in GiB
+    bf16 = full("llama-3.1-8b", "torch:eager", dtype="bfloat16")
+    assert "model weights 14.9" in plan.prediction(bf16)[1]
+    assert plan.prediction(bf16)[0] < plan.prediction(f32)[0]
+    (forced,) = plan.plan([f32], MACHINE_BUDGET, force=True)
+    assert not forced.skip_reason
+
+
+@pytest.mark.parametrize("stack", ["numpy:eager", "jax:jit", "torch:eager", "tensorflow:xla"])
+def test_gpt_neo_inference_is_predicted_to_fit_this_machine(stack: str) -> None:
+    need, detail = plan.prediction(full("gpt-neo-1.3b", stack))
+    assert need < MACHINE_BUDGET, detail
+
+
+def test_find_max_batch_is_the_largest_batch_whose_prediction_fits() -> None:
+    from stackwars.commands.maxbatch import max_batch
+
+    spec = full("gpt2-small", "jax:jit", task="train")
+    budget = 8 * GIB
+    best = max_batch(spec, budget)
+    assert best > 0
+
+    def need(batch: int) -> int:
+        return plan.prediction(dataclasses.replace(spec, params={**spec.params, "batch": batch}))[0]
+
+    assert need(best) <= budget < need(best + 1)
+    assert max_batch(full("llama-3.1-8b", "torch:eager"), budget) == 0
+
+
+def test_a_cell_predicted_not_to_fit_ends_oom_without_a_worker(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    code = main(
+        ["run", "--workload", "gemm", "--param", "n=200000", "--stacks", "numpy",
+         "--db", str(tmp_path / "db.sqlite"), "--json", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    text = out.read_text()
+    assert '"status": "oom"' in text and "predicted peak" in text
+
+
+def fingerprinted(stack: str, loss: float, weights: list[float], steps: list[float]) -> Cell:
+    parity = Parity(
+        reference="stacks",
+        fingerprint=[loss, *weights],
+        fingerprint_head=1,
+        fingerprint_steps=steps,
+        computed_dtype="float32",
+    )
+    params = workloads.get("gpt2-small").resolve({"task": "train"})
+    return Cell("gpt2-small", params, stack, "cpu", False, status="ok", parity=parity)
+
+
+def test_crosscheck_accepts_agreement_and_rejects_a_different_loss_or_update() -> None:
+    weights = [0.01 * (i % 7 - 3) for i in range(400)]
+    steps = [1e-3 * (-1) ** i for i in range(400)]
+    anchor = fingerprinted("jax:jit", 2.5, weights, steps)
+    agreeing = fingerprinted("torch:eager", 2.5, weights, steps)
+    crosscheck(agreeing, [anchor])
+    assert agreeing.status == "ok" and agreeing.parity.ok
+    assert agreeing.parity.compared_with == "jax:jit"
+    other_loss = fingerprinted("tensorflow:eager", 2.6, weights, steps)
+    crosscheck(other_loss, [anchor])
+    assert other_loss.status == "mismatch" and "loss" in other_loss.reason
+    flipped = [w + 2e-3 if i == 7 else w for i, w in enumerate(weights)]
+    one_flip = fingerprinted("tensorflow:xla", 2.5, flipped, steps)
+    crosscheck(one_flip, [anchor])
+    assert one_flip.status == "mismatch" and "1 of 400 sampled updated weights" in one_flip.reason
+
+
+def test_crosscheck_leaves_out_weights_whose_step_is_rounding_noise_on_both_stacks() -> None:
+    weights = [0.01 * (i % 7 - 3) for i in range(400)]
+    steps = [1e-3 if i % 10 else 3e-5 for i in range(400)]  # every tenth: |g| below eps
+    noisy = [w + (4e-5 if i % 10 == 0 else 0.0) for i, w in enumerate(weights)]
+    anchor = fingerprinted("jax:jit", 2.5, weights, steps)
+    other = fingerprinted(
+        "torch:eager", 2.5, noisy, [-s if i % 10 == 0 else s for i, s in enumerate(steps)]
+    )
+    crosscheck(other, [anchor])
+    assert other.status == "ok", other.reason
+    assert any("40 of 400 sampled weights" in w for w in other.warnings)
+
+
+def run_cell(spec: CellSpec, tmp_path: Path) -> Cell:
+    request = Request(spec, RunSettings(cache_dir=str(tmp_path)), TINY_TIMING)
+    return CellRun(request).run()
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_one_train_step_agrees_across_frameworks_at_tiny_scale(name: str, tmp_path: Path) -> None:
+    for framework in ("jax", "torch", "tensorflow"):
+        if missing_reason(framework):
+            pytest.skip(missing_reason(framework) or "")
+    cells: list[Cell] = []
+    for stack in TRAIN_STACKS:
+        cell = run_cell(model_spec(name, stack, task="train"), tmp_path)
+        crosscheck(cell, cells)
+        assert cell.status == "ok", f"{stack}: {cell.reason}"
+        cells.append(cell)
+    assert [c.parity.compared_with for c in cells] == [None, "jax:jit", "jax:jit"]
+    numpy_cell = run_cell(model_spec(name, "numpy:eager", task="train"), tmp_path)
+    assert numpy_cell.status == "unsupported" and "autodiff" in numpy_cell.reason
+
+
+@pytest.mark.parametrize("stack", ["jax:jit", "torch:eager"])
+def test_memory_prediction_is_within_a_factor_of_two_of_the_measured_peak(
+    stack: str, tmp_path: Path
+) -> None:
+    if missing_reason(stack.partition(":")[0]):
+        pytest.skip(missing_reason(stack.partition(":")[0]) or "")
+    spec = model_spec("gpt2-small", stack, task="train")
+    request = Request(spec, RunSettings(cache_dir=str(tmp_path)), TINY_TIMING)
+    cell = run_in_worker(request, timeout_s=300, budget_bytes=4 * GIB)
+    assert cell.status == "ok", cell.reason
+    measured = cell.memory.peak_tree_rss_bytes
+    predicted = plan.prediction(spec)[0]
+    assert measured is not None
+    assert 0.5 < predicted / measured < 2.0, (predicted, measured)
+
+
+def test_torch_xla_training_is_unsupported_with_the_reason_before_any_worker() -> None:
+    # Inference on torch:xla runs every model: tests/test_torch_xla.py, in workers.
+    (planned,) = plan.plan([model_spec("gpt2-small", "torch:xla", task="train")], 4 * GIB)
+    assert planned.skip_status == "unsupported" and "torch autograd" in planned.skip_reason
