@@ -10,7 +10,8 @@ History of SCHEMA_VERSION:
   Added since, without a version change (readers ignore what they do not know): ``repeat``,
   ``memory.peak_tree_rss_bytes``, run ``planned``, ``times.latency_s`` and
   ``latency_samples_s``, ``parity.reference``, ``parity.fingerprint``,
-  ``parity.fingerprint_head``, ``parity.fingerprint_steps``, ``parity.compared_with``,
+  ``parity.fingerprint_head``, ``parity.fingerprint_steps``, ``parity.fingerprint_counts``,
+  ``parity.compared_with``,
   ``memory.predicted_bytes``.
 """
 
@@ -99,6 +100,7 @@ class Parity:
     fingerprint: list[float] | None = None
     fingerprint_head: int | None = None
     fingerprint_steps: list[float] | None = None  # sampled new minus old weights
+    fingerprint_counts: list[int] | None = None  # samples per weight tensor, in order
     compared_with: str | None = None  # the stack a "stacks" comparison was made against
 
 

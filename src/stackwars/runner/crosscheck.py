@@ -5,19 +5,28 @@ cell that ends ``ok`` becomes the anchor; every later stack of the same workload
 device is compared with it and becomes ``mismatch`` when it disagrees: its loss, or any sampled
 updated weight, beyond the dtype's tolerance.
 
-What one AdamW step can show, and the one exception, counted in a warning: AdamW's first step
-moves a weight by ``lr·g/(|g|+eps)`` (plus weight decay), the full learning rate whenever
-``|g|`` is well above ``eps``, whatever the gradient's size. So the updated weights check each
-gradient's sign, not its magnitude (the loss checks the forward). A weight whose gradient is
-within a hundred ``eps`` of zero takes a partial step whose size and direction follow the
-gradient's last bits: a gradient that is zero in exact arithmetic, such as an attention key bias
-(softmax ignores a constant added to every score), is rounding noise on every stack. Weights
-whose step falls short of FULL_STEP_SHARE of the typical (median) step on either stack are
-therefore left out of the comparison.
+What one AdamW step can show, and what it cannot: AdamW's first step moves a weight by
+``lr·g/(|g|+eps)`` (plus weight decay), the full learning rate whenever ``|g|`` is well above
+``eps``, whatever the gradient's size. So the updated weights check each gradient's sign, not
+its magnitude (the loss checks the forward). Two kinds of weights have a sign set by rounding:
+
+* gradients within about a hundred ``eps`` of zero take a partial step; those that are zero
+  in exact arithmetic, such as an attention key bias (softmax ignores a constant added to
+  every score), do so on every stack. Weights whose step falls short of FULL_STEP_SHARE of the
+  typical (median) step on both stacks are left out of the comparison;
+* gradients that are small only relative to the float32 sums that produce them (a conv kernel
+  element summed over 25 000 positions) can come out with either sign. At full size about
+  0.5 % of ResNet-50's sampled weights do so between any two stacks (jax eager and jit
+  included). Up to MAX_FLIP_SHARE of the compared weights, and MAX_TENSOR_FLIP_SHARE of any one
+  weight tensor's, may therefore disagree; a stack that skips or inverts a tensor's update
+  disagrees on all of its samples and fails.
+
+Both counts are reported in a warning when they are not zero.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +34,8 @@ from stackwars import workloads
 from stackwars.results.schema import Cell
 
 FULL_STEP_SHARE = 0.99
+MAX_FLIP_SHARE = 0.01
+MAX_TENSOR_FLIP_SHARE = 0.25
 
 
 def _same_cell(a: Cell, b: Cell) -> bool:
@@ -80,22 +91,37 @@ def _disagreement(cell: Cell, anchor: Cell) -> str:
         return f"loss {values[:head].tolist()} vs {expected[:head].tolist()}"
     compared = _moved(cell, anchor)
     outside = (error[head:] > tol.atol + tol.rtol * np.abs(weights)) & compared
-    if int((~compared).sum()):
-        cell.warnings.append(
-            f"{int((~compared).sum())} of {compared.size} sampled weights took a partial AdamW "
-            "step (gradient within 100 eps of zero: its direction is rounding noise) and were "
-            "not compared"
-        )
-    if outside.any():
+    return _judge(cell, compared, outside, f"atol={tol.atol:.2g}+rtol={tol.rtol:.2g}*|ref|")
+
+
+def _judge(cell: Cell, compared: Any, outside: Any, tolerance: str) -> str:
+    """The verdict on the sampled weights, given which were compared and which disagree."""
+    import numpy as np
+
+    skipped, disagree, total = int((~compared).sum()), int(outside.sum()), int(compared.sum())
+    counts = cell.parity.fingerprint_counts or [compared.size]
+    bounds = np.cumsum([0, *counts])
+    worst = max(
+        (outside[a:b].sum() / max(compared[a:b].sum(), 1) for a, b in itertools.pairwise(bounds)),
+        default=0.0,
+    )
+    if disagree > MAX_FLIP_SHARE * total or worst > MAX_TENSOR_FLIP_SHARE:
         return (
-            f"{int(outside.sum())} of {int(compared.sum())} sampled updated weights beyond "
-            f"atol={tol.atol:.2g}+rtol={tol.rtol:.2g}*|ref|"
+            f"{disagree} of {total} sampled updated weights beyond {tolerance} "
+            f"(up to {MAX_FLIP_SHARE:.0%} may move the other way; the worst weight tensor has "
+            f"{worst:.0%} of its samples off)"
+        )
+    if skipped or disagree:
+        cell.warnings.append(
+            f"of {compared.size} sampled weights, {skipped} took a partial AdamW step on both "
+            f"stacks (gradient near zero) and were not compared, and {disagree} moved the other "
+            "way (gradient at rounding level); see docs/methodology.md"
         )
     return ""
 
 
 def _moved(cell: Cell, anchor: Cell) -> Any:
-    """Which sampled weights took a full step on both stacks (see the module docstring)."""
+    """Which sampled weights took a full step on either stack (see the module docstring)."""
     import numpy as np
 
     steps = np.abs(np.array(cell.parity.fingerprint_steps or []))
@@ -104,4 +130,4 @@ def _moved(cell: Cell, anchor: Cell) -> Any:
         size = len(cell.parity.fingerprint or []) - (cell.parity.fingerprint_head or 1)
         return np.ones(size, bool)
     floor = FULL_STEP_SHARE * float(np.median(anchor_steps))
-    return (steps >= floor) & (anchor_steps >= floor)
+    return (steps >= floor) | (anchor_steps >= floor)

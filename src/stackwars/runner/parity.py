@@ -83,10 +83,12 @@ def fingerprint(
     result file."""
     values = [float(v) for v in np.ravel(outputs[0]).astype(np.float64)]
     steps: list[float] = []
+    counts: list[int] = []
     for new, old in zip(outputs[1:], inputs, strict=False):
         flat = np.ravel(new).astype(np.float64)
         picks = np.linspace(0, flat.size - 1, min(FINGERPRINT_SAMPLES, flat.size)).astype(int)
         values.extend(flat[picks].tolist())
+        counts.append(picks.size)
         steps.extend((flat[picks] - np.ravel(old)[picks].astype(np.float64)).tolist())
     return Parity(
         ok=None,
@@ -96,4 +98,5 @@ def fingerprint(
         fingerprint=values,
         fingerprint_head=int(np.size(outputs[0])),
         fingerprint_steps=steps,
+        fingerprint_counts=counts,
     )

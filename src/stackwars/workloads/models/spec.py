@@ -35,6 +35,9 @@ framework at the top) provides, for every model name of the family:
   ``load_canonical(model, weights)`` assigns canonical arrays (params and buffers);
   ``canonical_params(model) -> dict`` as for torch.
 
+The NumPy forward and the plain-JAX one look alike (jax.numpy follows NumPy) but share no
+code on purpose: a function both used would make the reference check itself.
+
 The training objective (``loss``) is defined by the family module's docstring and is the same on
 every framework: mean cross-entropy, computed in float32 at least.
 """
