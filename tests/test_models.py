@@ -244,3 +244,19 @@ def test_find_max_batch_prints_one_row_per_cell_and_runs_nothing(
     assert "Largest batch predicted to fit 8.00 GiB" in out
     assert "unsupported" in out  # numpy cannot train
     assert not db.exists()
+
+
+def test_a_models_ir_is_captured_as_it_is_timed_on_jax_and_torch_xla(tmp_path: Path) -> None:
+    from stackwars.commands.ir import capture_stack
+    from stackwars.config import RunOptions
+    from stackwars.frameworks import stack_missing_reason
+
+    if stack_missing_reason("torch", "xla"):
+        pytest.skip(stack_missing_reason("torch", "xla") or "")
+    for stack in ("jax:jit", "torch:xla"):
+        spec = model_spec("gpt2-small", stack)
+        index = capture_stack(spec, RunOptions(), tmp_path / stack.replace(":", "_"))
+        stages = index["stages"]
+        assert isinstance(stages, dict) and "stablehlo" in stages, index["unavailable"]
+        text = (tmp_path / stack.replace(":", "_") / stages["stablehlo"]).read_text()
+        assert "dot_general" in text

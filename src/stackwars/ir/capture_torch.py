@@ -48,15 +48,19 @@ def capture_xla(fn: Callable[..., Any], args: tuple[Any, ...], framework: Any) -
     import jax
     import numpy as np
     import torch
+    from torch.utils import _pytree
     from torchax import export as torchax_export
+
+    # A model's arguments nest (its weights come as a dict): export sees the flat leaves.
+    leaves, structure = _pytree.tree_flatten(args)
 
     class AsModule(torch.nn.Module):
         """torch.export takes modules: this one's forward is the workload's function."""
 
         def forward(self, *inputs: Any) -> Any:
-            return fn(*inputs)
+            return fn(*_pytree.tree_unflatten(list(inputs), structure))
 
-    host = [np.asarray(array) for array in framework.to_host(args)]
+    host = [np.asarray(array) for array in framework.to_host(leaves)]
     exported = torch.export.export(AsModule(), tuple(torch.from_numpy(a) for a in host))
     captured: dict[str, str] = {}
     failed: dict[str, str] = {}
