@@ -260,3 +260,24 @@ def test_a_models_ir_is_captured_as_it_is_timed_on_jax_and_torch_xla(tmp_path: P
         assert isinstance(stages, dict) and "stablehlo" in stages, index["unavailable"]
         text = (tmp_path / stack.replace(":", "_") / stages["stablehlo"]).read_text()
         assert "dot_general" in text
+
+
+def test_parity_allows_float32_stacks_a_multiple_of_the_float32_controls_own_error() -> None:
+    import numpy as np
+
+    from stackwars.runner import parity
+
+    workload = workloads.get("gpt2-small")
+    params = workload.resolve(workload.tiny)
+    reference = (np.linspace(-1.0, 1.0, 64).reshape(8, 8),)
+    control = (reference[0] + 1e-4,)  # what float32 rounding alone does to this result
+
+    def verdict(offset: float, with_control: bool) -> bool:
+        out = [(reference[0] + offset).astype(np.float32)]
+        used = control if with_control else None
+        result, _ = parity.check(workload, params, out, reference, control=used)
+        return bool(result.ok)
+
+    assert verdict(5e-4, with_control=True)
+    assert not verdict(5e-4, with_control=False)
+    assert not verdict(2e-3, with_control=True)

@@ -15,9 +15,13 @@ import numpy as np
 
 from stackwars.frameworks.base import flatten
 from stackwars.results.schema import Parity
-from stackwars.workloads.base import Workload
+from stackwars.workloads.base import Tolerance, Workload
 
 FINGERPRINT_SAMPLES = 16
+# A float32 result may be this many times further from the float64 reference than plain
+# float32 rounding of the same computation (the workload's control) is: other summation orders,
+# fused kernels and library approximations stay well inside it, a wrong result does not.
+CONTROL_FACTOR = 10
 
 
 def computed_dtype(arrays: list[np.ndarray]) -> str:
@@ -25,17 +29,42 @@ def computed_dtype(arrays: list[np.ndarray]) -> str:
     return ",".join(names) or (str(arrays[0].dtype) if arrays else "none")
 
 
+def _tolerance(
+    workload: Workload,
+    params: Mapping[str, Any],
+    dtype: str,
+    ref: np.ndarray,
+    control: np.ndarray | None,
+) -> tuple[Tolerance, float]:
+    """The workload's tolerance for one output, widened to CONTROL_FACTOR times the float32
+    control's own error when there is a control (and the stack computed float32); with the
+    RMS of the reference."""
+    scale = float(np.sqrt(np.mean(ref * ref))) if ref.size else 0.0
+    tolerance = workload.tolerance(params, dtype, scale)
+    if control is None or dtype != "float32":
+        return tolerance, scale
+    control_rel = float(np.abs(control - ref).max(initial=0.0)) / max(scale, 1e-300)
+    rtol = max(tolerance.rtol, CONTROL_FACTOR * control_rel)
+    return Tolerance(rtol=rtol, atol=rtol * scale), scale
+
+
 def check(
     workload: Workload,
     params: Mapping[str, Any],
     outputs: list[np.ndarray],
     reference: Any,
+    *,
     computed: str | None = None,
+    control: Any = None,
 ) -> tuple[Parity, str]:
     """Parity of ``outputs`` against ``reference``; the reason is empty when they agree.
     ``computed`` names the dtype the stack computed in when its outputs were widened for the
-    host (NumPy has no bfloat16); by default it is read from the outputs."""
+    host (NumPy has no bfloat16); by default it is read from the outputs. ``control`` is the
+    workload's float32 control, if it has one (see ``Workload.control``)."""
     expected = [np.asarray(r, dtype=np.float64) for r in flatten(reference)]
+    controls = (
+        None if control is None else [np.asarray(c, dtype=np.float64) for c in flatten(control)]
+    )
     dtype = computed or computed_dtype(outputs)
     parity = Parity(
         computed_dtype=dtype, requested_dtype=params.get("dtype"), reference="numpy float64"
@@ -49,8 +78,8 @@ def check(
         if out.shape != ref.shape:
             parity.ok = False
             return parity, f"output {index} has shape {out.shape}, the reference {ref.shape}"
-        scale = float(np.sqrt(np.mean(ref * ref))) if ref.size else 0.0
-        tolerance = workload.tolerance(params, computed or str(out.dtype), scale)
+        own = controls[index] if controls and controls[index].shape == ref.shape else None
+        tolerance, scale = _tolerance(workload, params, computed or str(out.dtype), ref, own)
         error = np.abs(out.astype(np.float64) - ref)
         if not np.all(np.isfinite(error)):
             failures.append(f"output {index} has non-finite values")

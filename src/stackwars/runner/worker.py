@@ -247,8 +247,9 @@ class CellRun:
             self.cell.parity = parity.fingerprint(outputs, inputs, self.params, computed)
             self.cell.status = "ok"
             return
+        control = self.workload.control(self.params, inputs) if self.workload.control else None
         self.cell.parity, reason = parity.check(
-            self.workload, self.params, outputs, reference, computed
+            self.workload, self.params, outputs, reference, computed=computed, control=control
         )
         requested, computed = self.cell.parity.requested_dtype, self.cell.parity.computed_dtype
         if requested and computed and requested != computed:

@@ -122,6 +122,10 @@ class Workload:
     # Per-framework prediction (bytes, and how they add up) for workloads whose memory depends
     # on how a framework holds state; when set, planning uses it instead of memory_bytes.
     memory_for: Callable[[Mapping[str, Any], str], tuple[int, str]] | None = None
+    # The same computation as the reference but in float32 NumPy, for workloads whose rounding
+    # error no simple rule predicts (deep models): how far it lands from the reference is what
+    # float32 alone does to this result, and parity allows a float32 stack a multiple of that.
+    control: Callable[[Mapping[str, Any], tuple[Any, ...]], Any] | None = None
     # Why a stack cannot run these parameters (framework, mode -> reason, '' when it can):
     # decided in the parent so that such cells never start a worker.
     unsupported: Callable[[Mapping[str, Any], str, str], str] = lambda params, fw, mode: ""

@@ -163,6 +163,14 @@ def _reference(spec: ModelSpec, params: Mapping[str, Any], inputs: tuple[Any, ..
     return spec.forward(cell.config, Float64View(weights), Float64View(buffers), x)
 
 
+def _control(spec: ModelSpec, params: Mapping[str, Any], inputs: tuple[Any, ...]) -> Any:
+    """The NumPy forward in float32 on the same weights: the float32 control (see Workload)."""
+    if params["task"] == "train":
+        return None
+    weights, buffers, rest = ModelCell(spec, params, "numpy").split(inputs)
+    return spec.forward(config_for(spec, params), weights, buffers, rest[0])
+
+
 def _tokens(spec: ModelSpec, params: Mapping[str, Any]) -> tuple[int, int]:
     return int(params["batch"]), int(params.get("seq", 0))
 
@@ -233,6 +241,7 @@ def as_workload(spec: ModelSpec) -> Workload:
         params=_params(spec),
         make_inputs=lambda params, seed: _make_inputs(spec, params, seed),
         reference=lambda params, inputs: _reference(spec, params, inputs),
+        control=lambda params, inputs: _control(spec, params, inputs),
         work=lambda params: _work(spec, params),
         memory_bytes=lambda params: _memory_for(spec, params, "jax")[0],
         implementations={fw: _builder(spec, fw) for fw in FRAMEWORKS},
