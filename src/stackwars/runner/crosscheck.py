@@ -15,11 +15,11 @@ its magnitude (the loss checks the forward). Two kinds of weights have a sign se
   every score), do so on every stack. Weights whose step falls short of FULL_STEP_SHARE of the
   typical (median) step on both stacks are left out of the comparison;
 * gradients that are small only relative to the float32 sums that produce them (a conv kernel
-  element summed over 25 000 positions) can come out with either sign. At full size about
-  0.5 % of ResNet-50's sampled weights do so between any two stacks (jax eager and jit
-  included). Up to MAX_FLIP_SHARE of the compared weights, and MAX_TENSOR_FLIP_SHARE of any one
-  weight tensor's, may therefore disagree; a stack that skips or inverts a tensor's update
-  disagrees on all of its samples and fails.
+  element summed over 25 000 positions) can come out with either sign. At full size 0.5-1 %
+  of ResNet-50's sampled weights do so between any two stacks (jax eager and jit included).
+  Up to MAX_FLIP_SHARE of the compared weights, and MAX_TENSOR_FLIP_SHARE of any one weight
+  tensor's, may therefore disagree: rounding scatters its flips over many tensors, while a
+  stack that skips or inverts a tensor's update disagrees on all of that tensor's samples.
 
 Both counts are reported in a warning when they are not zero.
 """
@@ -34,7 +34,7 @@ from stackwars import workloads
 from stackwars.results.schema import Cell
 
 FULL_STEP_SHARE = 0.99
-MAX_FLIP_SHARE = 0.01
+MAX_FLIP_SHARE = 0.02
 MAX_TENSOR_FLIP_SHARE = 0.25
 
 
