@@ -51,9 +51,13 @@ def test_interrupt_keeps_finished_cells_and_kills_the_worker(tmp_path: Path) -> 
         stderr=subprocess.PIPE,
         text=True,
     )
+    # Wait until the second cell's worker is up: a second worker process, however slowly the
+    # machine starts them (a clock-based guess raced with the first worker on a loaded machine).
+    seen: set[int] = set()
     deadline = time.time() + 60
-    while not workers_alive(started + 2.5) and time.time() < deadline:
-        time.sleep(0.1)  # wait until the second cell's worker is up
+    while len(seen) < 2 and time.time() < deadline:
+        seen.update(process.pid for process in workers_alive(started))
+        time.sleep(0.05)
     run.send_signal(signal.SIGINT)
     _, err = run.communicate(timeout=60)
     assert run.returncode == 130, err
