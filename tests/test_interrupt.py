@@ -27,6 +27,9 @@ def test_interrupt_keeps_finished_cells_and_kills_the_worker(tmp_path: Path) -> 
     db = tmp_path / "db.sqlite"
     started = time.time()
     # Two cells that hang: the first ends by its 2 s timeout, the second is interrupted.
+    # A shell starts background jobs (nohup ... &) with SIGINT ignored, and an ignored signal
+    # stays ignored across exec: give this process a handler, which exec resets to the default.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     run = subprocess.Popen(
         [
             sys.executable,
@@ -51,6 +54,7 @@ def test_interrupt_keeps_finished_cells_and_kills_the_worker(tmp_path: Path) -> 
         stderr=subprocess.PIPE,
         text=True,
     )
+    signal.signal(signal.SIGINT, previous)
     # Wait until the second cell's worker is up: a second worker process, however slowly the
     # machine starts them (a clock-based guess raced with the first worker on a loaded machine).
     seen: set[int] = set()
