@@ -120,10 +120,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
 def _resumed(args: argparse.Namespace) -> tuple[Run, RunOptions, list[CellSpec], store.Store]:
     """The stored run, its options, and the cells it has not finished."""
-    if args.suite or args.workload or args.param or args.stacks:
+    if args.suite or args.workload or args.param or args.stacks or args.find_max_batch:
         raise UsageError(
             "--resume continues a stored run as it was planned; drop the other "
-            "selection options (--suite, --workload, --param, --stacks)"
+            "selection options (--suite, --workload, --param, --stacks, --find-max-batch)"
         )
     results = store.Store(store.default_path(args.db))
     record = results.load_run(args.resume)

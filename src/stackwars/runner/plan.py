@@ -180,28 +180,23 @@ def prediction(spec: CellSpec) -> tuple[int, str]:
     return baseline + need, f"{spec.framework} runtime {baseline / GIB:.2f} GiB + {detail}"
 
 
-def over_budget_reason(spec: CellSpec, budget: int) -> str:
-    need, detail = prediction(spec)
-    if need <= budget:
-        return ""
-    return (
-        f"predicted peak {need / GIB:.2f} GiB exceeds the memory budget of {budget / GIB:.2f} GiB "
-        f"({detail}); not run: --force runs it anyway under the watchdog, --memory-budget "
-        "changes the budget"
-    )
-
-
 def plan(cells: Sequence[CellSpec], budget: int, force: bool = False) -> list[PlannedCell]:
     """Each cell with the reason it cannot run here, if any: ``unsupported`` when its stack is
     missing, ``oom`` when its predicted peak exceeds ``budget`` (unless ``force``)."""
     planned = []
     for spec in cells:
         reason = skip_reason(spec)
-        need = None if reason else prediction(spec)[0]
         if reason:
             planned.append(PlannedCell(spec, reason))
-        elif not force and (too_big := over_budget_reason(spec, budget)):
-            planned.append(PlannedCell(spec, too_big, "oom", need))
-        else:
+            continue
+        need, detail = prediction(spec)
+        if need <= budget or force:
             planned.append(PlannedCell(spec, predicted_bytes=need))
+            continue
+        too_big = (
+            f"predicted peak {need / GIB:.2f} GiB exceeds the memory budget of "
+            f"{budget / GIB:.2f} GiB ({detail}); not run: --force runs it anyway under the "
+            "watchdog, --memory-budget changes the budget"
+        )
+        planned.append(PlannedCell(spec, too_big, "oom", need))
     return planned

@@ -39,6 +39,10 @@ def config_for(spec: ModelSpec, params: Mapping[str, Any]) -> Config:
     config = dict(spec.configs[str(params["scale"])])
     if spec.inputs == "images" and int(params.get("image", 0)):
         config["image"] = int(params["image"])
+        try:
+            spec.layout(config)  # the layout is where a model says which sizes it can take
+        except ValueError as exc:
+            raise ParameterError(f"{spec.name}: {exc}") from None
     positions = config.get("positions")
     if spec.inputs == "tokens" and positions is not None and int(params["seq"]) > positions:
         raise ParameterError(
@@ -157,9 +161,9 @@ def _reference(spec: ModelSpec, params: Mapping[str, Any], inputs: tuple[Any, ..
         return None
     cell = ModelCell(spec, params, "numpy")
     weights, buffers, rest = cell.split(inputs)
-    x = rest[0]
-    if spec.inputs == "images":
-        x = Float64View({"x": x})["x"]
+    import numpy as np
+
+    x = np.asarray(rest[0], dtype=np.float64) if spec.inputs == "images" else rest[0]
     return spec.forward(cell.config, Float64View(weights), Float64View(buffers), x)
 
 
