@@ -178,14 +178,14 @@ def _tensorflow(params: Mapping[str, Any]) -> Callable[..., Any]:
         return tf.transpose(tf.reshape(t, (b, s, h, dh)), (0, 2, 1, 3))
 
     def mha(x: Any, w_qkv: Any, b_qkv: Any, w_out: Any, b_out: Any) -> Any:
-        q, k, v = tf.split(tf.linalg.matmul(x, w_qkv) + b_qkv, 3, axis=-1)
-        scores = tf.linalg.matmul(heads(q), heads(k), transpose_b=True) * dh**-0.5
+        q, k, v = tf.split(tf.matmul(x, w_qkv) + b_qkv, 3, axis=-1)
+        scores = tf.matmul(heads(q), heads(k), transpose_b=True) * dh**-0.5
         if params["causal"]:
             below = tf.linalg.band_part(tf.ones((s, s), tf.bool), -1, 0)
             scores = tf.where(below, scores, tf.constant(-math.inf, scores.dtype))
-        out = tf.linalg.matmul(tf.nn.softmax(scores, axis=-1), heads(v))
+        out = tf.matmul(tf.nn.softmax(scores, axis=-1), heads(v))
         merged = tf.reshape(tf.transpose(out, (0, 2, 1, 3)), (b, s, d))
-        return tf.linalg.matmul(merged, w_out) + b_out
+        return tf.matmul(merged, w_out) + b_out
 
     return for_task("tensorflow", params, mha)
 

@@ -125,8 +125,8 @@ def _tensorflow(params: Mapping[str, Any]) -> Callable[..., Any]:
     import tensorflow as tf
 
     def ffn(x: Any, w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
-        hidden = tf.nn.gelu(tf.linalg.matmul(x, w1) + b1, approximate=True)
-        return tf.linalg.matmul(hidden, w2) + b2
+        hidden = tf.nn.gelu(tf.matmul(x, w1) + b1, approximate=True)
+        return tf.matmul(hidden, w2) + b2
 
     return for_task("tensorflow", params, ffn)
 
