@@ -1,13 +1,14 @@
 """Benchmark: stackwars against scripts it did not prepare (benchmarks/independent/).
 
-    python benchmarks/independent_compare.py [--quick] [--processes 3] [--out-dir DIR]
+    python benchmarks/compare_independent.py [--quick] [--processes 3] [--out-dir DIR]
                                              [--cells gemm256,...] [--stacks numpy:eager,...]
 
-benchmarks/peers.py compares harnesses on the function stackwars prepared, so a cost added by
-stackwars' own set-up (its builders, Framework objects, environment) is shared by every peer
-and invisible. Here each framework's script in benchmarks/independent/ is what a user of that
-framework writes, importing nothing from stackwars: it builds its own inputs, applies its own
-mode, warms up, then times single calls with perf_counter and reports their median.
+benchmarks/compare_peers.py compares harnesses on the function stackwars prepared, so a cost
+added by stackwars' own set-up (its builders, Framework objects, environment) is shared by
+every peer and invisible. Here each framework's script in benchmarks/independent/ is what a
+user of that framework writes, importing nothing from stackwars: it builds its own inputs,
+applies its own mode, warms up, then times single calls with perf_counter and reports their
+median.
 
 Each cell and stack runs ``--processes`` fresh independent processes and as many fresh
 stackwars workers (``stackwars run``, one worker each, default budgets), one at a time, in an

@@ -1,5 +1,5 @@
 """The independent user scripts (benchmarks/independent/) and their driver
-(benchmarks/independent_compare.py): they owe stackwars nothing, they time and compute what
+(benchmarks/compare_independent.py): they owe stackwars nothing, they time and compute what
 they say, and the driver runs end to end."""
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def test_script_selu_matches_float64_numpy(framework: str, tmp_path: Path) -> No
 def test_driver_quick_runs_end_to_end(tmp_path: Path) -> None:
     out_dir = tmp_path / "out"
     env = {**os.environ, "STACKWARS_DB": str(tmp_path / "stackwars.sqlite")}
-    command = [sys.executable, str(BENCHMARKS / "independent_compare.py"), "--quick"]
+    command = [sys.executable, str(BENCHMARKS / "compare_independent.py"), "--quick"]
     command += ["--processes", "1", "--stacks", "numpy:eager", "--out-dir", str(out_dir)]
     done = subprocess.run(
         command,
@@ -121,8 +121,8 @@ def test_driver_quick_runs_end_to_end(tmp_path: Path) -> None:
 def driver() -> Iterator[Any]:
     """The driver, loaded by path (benchmarks/ is no package); registered while in use, as
     its dataclasses need."""
-    name = "independent_compare"
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / "independent_compare.py")
+    name = "compare_independent"
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / "compare_independent.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -1,6 +1,6 @@
 """GEMM or SELU timed the way a JAX user would write it, with nothing from stackwars.
 
-It exists to check stackwars from outside (benchmarks/independent_compare.py): it imports
+It exists to check stackwars from outside (benchmarks/compare_independent.py): it imports
 nothing from stackwars or benchmarks, on purpose, so that a cost stackwars' own set-up adds to
 what it times cannot be shared by both sides and hide. JAX dispatches asynchronously, so every
 call, warm-up and timed, waits for its result with ``.block_until_ready()``.

@@ -1,6 +1,6 @@
 """GEMM or SELU timed the way a NumPy user would write it, with nothing from stackwars.
 
-It exists to check stackwars from outside (benchmarks/independent_compare.py): it imports
+It exists to check stackwars from outside (benchmarks/compare_independent.py): it imports
 nothing from stackwars or benchmarks, on purpose, so that a cost stackwars' own set-up adds to
 what it times cannot be shared by both sides and hide. NumPy returns when the work is done:
 there is nothing to wait for.
