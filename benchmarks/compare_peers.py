@@ -1,6 +1,6 @@
 """Benchmark: stackwars against peer harnesses on the same cells, in the same session.
 
-    python benchmarks/peers.py [--quick] [--repeats 3] [--out-dir DIR] [--cells ...]
+    python benchmarks/compare_peers.py [--quick] [--repeats 3] [--out-dir DIR] [--cells ...]
                                [--stacks ...] [--peer-sync async|always]
 
 Cells: GEMM 256, 1024 and 3000, SELU 2000², and a ~10 µs op (SELU 32²), float32, on numpy,

@@ -11,6 +11,8 @@ import json, sys
 from stackwars import workloads
 from stackwars.commands import listing
 from stackwars.cli import build_parser
+from stackwars.frameworks import FRAMEWORKS, all_stacks
+from stackwars.ir import capture
 from stackwars.runner import plan
 from stackwars.suites import SUITES
 for suite in SUITES.values():
@@ -18,7 +20,16 @@ for suite in SUITES.values():
 for workload in workloads.registry().values():
     workload.work(workload.defaults()); workload.memory_bytes(workload.defaults())
 listing.workload_table(); listing.stack_table(); listing.suite_table()
-print(json.dumps(sorted(m for m in ("numpy", "jax", "torch", "tensorflow") if m in sys.modules)))
+for stack in all_stacks():
+    capture.stages(str(stack))
+# Every module a stack imports: each framework's, and those its special modes need.
+modules = {info.import_name for info in FRAMEWORKS.values()} | {
+    name
+    for info in FRAMEWORKS.values()
+    for special in info.mode_implementations.values()
+    for name in special.import_names
+}
+print(json.dumps(sorted(m for m in modules if m in sys.modules)))
 """
 
 

@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from stackwars.frameworks import FRAMEWORKS
+from stackwars.report.env import render_env
 from stackwars.results import metadata
 from stackwars.results.metadata import (
     BLAS_VARIABLES,
@@ -23,7 +24,6 @@ from stackwars.results.metadata import (
     framework_versions,
     machine_info,
     parse_cpuinfo,
-    render_env,
 )
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -142,9 +142,14 @@ def test_gathering_metadata_imports_no_framework() -> None:
 
 def test_render_env_shows_every_section() -> None:
     info = collect_env()
+    info["blas_libraries"] = {
+        "numpy": [{"internal_api": "openblas", "num_threads": 2, "architecture": "Haswell"}],
+        "tensorflow": "the probe timed out",
+    }
     console = Console(file=io.StringIO(), width=200, record=True)
     console.print(render_env(info))
     text = console.export_text()
-    for expected in ("Machine", "Versions", "BLAS environment", "OPENBLAS_CORETYPE", "numpy"):
+    expected_texts = ("Machine", "Versions", "BLAS environment", "OPENBLAS_CORETYPE", "numpy")
+    for expected in (*expected_texts, "Haswell", "probe failed: the probe timed out"):
         assert expected in text
     assert info["machine"]["os"] in text

@@ -88,7 +88,7 @@ def test_gpt_neo_inference_is_predicted_to_fit_this_machine(stack: str) -> None:
 
 
 def test_find_max_batch_is_the_largest_batch_whose_prediction_fits() -> None:
-    from stackwars.commands.maxbatch import max_batch
+    from stackwars.runner.maxbatch import max_batch
 
     spec = full("gpt2-small", "jax:jit", task="train")
     budget = 8 * GIB
@@ -247,7 +247,7 @@ def test_find_max_batch_prints_one_row_per_cell_and_runs_nothing(
 
 
 def test_a_models_ir_is_captured_as_it_is_timed_on_jax_and_torch_xla(tmp_path: Path) -> None:
-    from stackwars.commands.ir import capture_stack
+    from stackwars.api import capture_stack
     from stackwars.config import RunOptions
     from stackwars.frameworks import stack_missing_reason
 

@@ -1,5 +1,6 @@
-"""The machine's peak (stackwars.peak, runner/peak_worker.py) and the roofline placement of
-cells (report/roofline.py), on hand-made peaks and cells with known answers."""
+"""The machine's peak (results/peak.py, runner/peak.py, runner/peak_worker.py) and the
+roofline placement of cells (report/roofline.py), on hand-made peaks and cells with known
+answers."""
 
 from __future__ import annotations
 
@@ -12,19 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from stackwars.peak import (
-    PEAK_VERSION,
-    Peak,
-    PeakError,
-    best_of,
-    default_peak_path,
-    load_peak,
-    measure_peak,
-    peak_matches_machine,
-    peak_rows,
-    save_peak,
-    stale_reason,
-)
+from stackwars.report.peak import peak_rows
 from stackwars.report.roofline import (
     arithmetic_intensity,
     bound_kind,
@@ -33,7 +22,18 @@ from stackwars.report.roofline import (
     roofline_bound,
     roofline_fraction,
 )
+from stackwars.results.peak import (
+    PEAK_VERSION,
+    Peak,
+    PeakError,
+    default_peak_path,
+    load_peak,
+    peak_matches_machine,
+    save_peak,
+    stale_reason,
+)
 from stackwars.results.schema import Cell, Parity, Steady, WorkCounts
+from stackwars.runner.peak import best_of, measure_peak
 from stackwars.runner.peak_worker import DTYPES, LIBRARIES, recorded, require_dtype
 
 MACHINE = {
@@ -254,9 +254,10 @@ def test_worker_records_failures_and_refuses_a_silent_dtype_change() -> None:
 def test_peak_modules_import_no_framework() -> None:
     probe = (
         "import json, sys\n"
-        "import stackwars.peak, stackwars.report.roofline, stackwars.runner.peak_worker\n"
-        "print(json.dumps(sorted(m for m in ('numpy', 'jax', 'torch', 'tensorflow')"
-        " if m in sys.modules)))"
+        "import stackwars.runner.peak, stackwars.report.roofline, stackwars.runner.peak_worker\n"
+        "from stackwars.frameworks import FRAMEWORKS\n"
+        "print(json.dumps(sorted(i.import_name for i in FRAMEWORKS.values()"
+        " if i.import_name in sys.modules)))"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from stackwars.commands.run import machine_warnings
+from stackwars.api import machine_warnings
 from stackwars.frameworks.base import RunSettings
 from stackwars.runner.isolate import run_in_worker
 from stackwars.runner.protocol import CellSpec, Request

@@ -12,14 +12,16 @@ from typing import Any, TypeVar
 
 import pytest
 
+from stackwars import api
 from stackwars.commands import selftest as command
 from stackwars.errors import UsageError
 from stackwars.frameworks import Stack, all_stacks, missing_reason
 from stackwars.frameworks.base import Framework, RunSettings
 from stackwars.frameworks.jax import JaxFramework
 from stackwars.frameworks.numpy import NumpyFramework
+from stackwars.results.selftest import Check, StackResult
 from stackwars.runner import selftest_worker
-from stackwars.runner.selftest_worker import Check, run_checks, run_request
+from stackwars.runner.selftest_worker import run_checks, run_request
 
 F = TypeVar("F", bound=Framework)
 # Small enough that the work a broken sync leaves running stays short.
@@ -156,8 +158,8 @@ def test_a_framework_that_cannot_be_imported_is_unsupported(
     assert result["checks"] == []
 
 
-def canned(results: dict[str, command.StackResult]) -> Callable[..., command.StackResult]:
-    def check_stack(stack: Stack, device: str, timeout_s: float) -> command.StackResult:
+def canned(results: dict[str, StackResult]) -> Callable[..., StackResult]:
+    def check_stack(stack: Stack, device: str, timeout_s: float) -> StackResult:
         return results[str(stack)]
 
     return check_stack
@@ -172,10 +174,10 @@ def test_exit_status_is_1_when_a_check_fails(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     results = {
-        "numpy:eager": command.StackResult("numpy:eager", "ok", "", [PASSED, NOT_APPLICABLE]),
-        "jax:jit": command.StackResult("jax:jit", "ok", "", [PASSED, CHAIN_FAILED]),
+        "numpy:eager": StackResult("numpy:eager", "ok", "", [PASSED, NOT_APPLICABLE]),
+        "jax:jit": StackResult("jax:jit", "ok", "", [PASSED, CHAIN_FAILED]),
     }
-    monkeypatch.setattr(command, "check_stack", canned(results))
+    monkeypatch.setattr(api, "selftest_stack", canned(results))
     assert command.selftest(arguments("numpy,jax:jit"), []) == command.EXIT_FAILED
     out = capsys.readouterr().out
     assert f"FAILED: jax:jit chain: {CHAIN_FAILED.message}" in out
@@ -187,10 +189,10 @@ def test_exit_status_is_0_when_every_check_passes_or_does_not_apply(
 ) -> None:
     hint = "tensorflow is not installed; fix: pip install 'stackwars[tensorflow]'"
     results = {
-        "numpy:eager": command.StackResult("numpy:eager", "ok", "", [PASSED, NOT_APPLICABLE]),
-        "tensorflow:eager": command.StackResult("tensorflow:eager", "unsupported", hint),
+        "numpy:eager": StackResult("numpy:eager", "ok", "", [PASSED, NOT_APPLICABLE]),
+        "tensorflow:eager": StackResult("tensorflow:eager", "unsupported", hint),
     }
-    monkeypatch.setattr(command, "check_stack", canned(results))
+    monkeypatch.setattr(api, "selftest_stack", canned(results))
     assert command.selftest(arguments("numpy,tensorflow:eager"), []) == 0
     out = capsys.readouterr().out
     assert "FAILED" not in out
@@ -200,16 +202,16 @@ def test_exit_status_is_0_when_every_check_passes_or_does_not_apply(
 def test_a_missing_framework_is_unsupported_without_a_worker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def no_worker(stack: Stack, device: str, timeout_s: float) -> command.StackResult:
+    def no_worker(stack: Stack, device: str, timeout_s: float) -> StackResult:
         raise AssertionError(f"a worker was started for {stack}")
 
-    monkeypatch.setattr(command, "run_worker", no_worker)
-    on_gpu = command.check_stack(Stack("numpy", "eager"), "gpu", 10.0)
+    monkeypatch.setattr(api, "run_selftest_worker", no_worker)
+    on_gpu = api.selftest_stack(Stack("numpy", "eager"), "gpu", 10.0)
     assert (on_gpu.status, on_gpu.reason) == ("unsupported", "numpy runs on cpu, not gpu")
     monkeypatch.setattr(
-        command, "stack_missing_reason", lambda framework, mode: f"{framework} is missing"
+        api, "stack_missing_reason", lambda framework, mode: f"{framework} is missing"
     )
-    result = command.check_stack(Stack("torch", "eager"), "cpu", 10.0)
+    result = api.selftest_stack(Stack("torch", "eager"), "cpu", 10.0)
     assert (result.status, result.reason, result.failures()) == (
         "unsupported",
         "torch is missing",

@@ -1,7 +1,7 @@
 """Peer runner: time one cell with one peer harness, in this (fresh) process.
 
 Usage: ``python benchmarks/peers/harness.py --job JOB.json --result RESULT.json``. Run by path
-in its own process by ``benchmarks/peers.py``, and again by pyperf for its workers, so it
+in its own process by ``benchmarks/compare_peers.py``, and again by pyperf for its workers, so it
 imports nothing from ``benchmarks``: the job file says everything.
 
 The timed function is the one a stackwars worker times: the workload's builder for the

@@ -20,7 +20,8 @@ from peers.cells import Job
 from peers.harness import PeerBudgets
 from stackwars.config import default_memory_budget
 from stackwars.frameworks.base import RunSettings
-from stackwars.runner.isolate import BackgroundMeter, kill_tree, run_in_worker
+from stackwars.runner.child import kill_tree
+from stackwars.runner.isolate import BackgroundMeter, run_in_worker
 from stackwars.runner.protocol import CellSpec, Request
 from stackwars.runner.session import wants_x64
 from stackwars.timing.stats import summarize

@@ -1,4 +1,4 @@
-"""Tables and targets from the job records (see ``benchmarks/peers.py`` for the targets).
+"""Tables and targets from the job records (see ``benchmarks/compare_peers.py`` for the targets).
 
 Per harness and cell, over the repeats (each a fresh process): the median of the medians,
 the run-to-run spread (max/min - 1), the median wall time, and the harness's own stated

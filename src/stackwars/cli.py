@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from stackwars import commands
 from stackwars.errors import UsageError
@@ -29,7 +30,34 @@ store (--db) the moment it ends; Ctrl-C keeps what finished and marks the run in
 """
 
 
+class _StoreOnce(argparse._StoreAction):
+    """argparse's default action, except that an option given twice is refused: argparse
+    would keep the last value and silently drop the first (``--workload a --workload b``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given: dict[str, Any] = namespace.__dict__.setdefault("_given_once", {})
+        if self.dest in given and option_string:
+            parser.error(
+                f"{option_string} was given twice ({given[self.dest]!r}, then {values!r}); give "
+                "it once (options that take several values take a comma list)"
+            )
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Argument groups share this registry, so every plain option is stored once.
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_BAD_INPUT, f"stackwars: error: {message}; see '{self.prog} --help'\n")
 

@@ -10,8 +10,9 @@ The tree::
     │   ├── UnknownNameError        a workload, stack, suite, framework, mode or device name
     │   ├── ParameterError          a parameter name or value a workload does not accept
     │   ├── BudgetError             a cell that cannot fit the memory budget
-    │   └── WorkloadFileError       a --workload-file that cannot be imported
-    └── PeakError (peak.py)         the machine's peak could not be measured or read
+    │   ├── WorkloadFileError       a --workload-file that cannot be imported
+    │   └── StoreError              a results store that is corrupt, foreign or locked
+    └── PeakError (results/peak.py) the machine's peak could not be measured or read
 
 Failures of the work itself (an exception in a framework, a crash, a hang, running out of
 memory) are never raised to the user: they become cell results with a status and a reason.
@@ -51,3 +52,8 @@ class BudgetError(UsageError):
 
 class WorkloadFileError(UsageError):
     """A user workload file that is missing or fails to import."""
+
+
+class StoreError(UsageError):
+    """The results store cannot be used as it is (corrupt, not a database, locked); the file
+    is left as it was."""

@@ -3,29 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from stackwars import workloads
+from stackwars import api
 from stackwars.config import RunOptions, default_memory_budget
 from stackwars.errors import UsageError
-from stackwars.frameworks import parse_stack, parse_stacks
+from stackwars.frameworks import parse_stack
 from stackwars.ir.analyse import analyse
 from stackwars.ir.capture import COMPARABLE
 from stackwars.ir.diff import explain, histogram_rows, text_diff
 from stackwars.ir.normalise import normalise
 from stackwars.report.console import report_console
-from stackwars.runner import plan
-from stackwars.runner.isolate import output_tail, run_child
-from stackwars.runner.protocol import CellSpec
-from stackwars.runner.session import request_for
 
-IR_TIMEOUT_S = 600.0
 HISTOGRAM_ROWS = 25
 
 
@@ -33,53 +26,26 @@ def slug(text: str) -> str:
     return re.sub(r"[^\w.=-]+", "_", text)
 
 
-def capture_stack(spec: CellSpec, options: RunOptions, out_dir: Path) -> dict[str, Any]:
-    """Run the IR worker for one stack; its index, or the reason it failed for every stage."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="stackwars-ir-") as scratch:
-        folder = Path(scratch)
-        request = request_for(spec, options, folder / "cache")
-        (folder / "request.json").write_text(request.to_json(), encoding="utf-8")
-        returncode, seen, output = run_child(
-            "stackwars.runner.ir_worker",
-            [str(folder / "request.json"), str(out_dir)],
-            folder,
-            options.timeout_s,
-            options.memory_budget,
-        )
-        index_path = out_dir / "index.json"
-        if index_path.exists():
-            return json.loads(index_path.read_text(encoding="utf-8"))
-        why = seen.detail or f"the IR worker exited with {returncode}:\n{output_tail(output)}"
-        return {"stack": spec.stack, "stages": {}, "unavailable": {"*": why}}
-
-
-def _cells(args: argparse.Namespace) -> list[CellSpec]:
-    workload = workloads.get(args.workload)
-    values = plan.parse_param_args(workload, args.param)
-    if any(len(v) > 1 for v in values.values()):
-        raise UsageError("ir captures one cell per stack: give one value per --param")
-    names = args.stacks or ",".join(args.diff or [])
-    if not names:
-        raise UsageError("name the stacks: --stacks jax:jit,torch:xla or --diff A B")
-    stacks = parse_stacks(names)
-    for name in args.diff or []:
-        if parse_stack(name) not in stacks:
-            raise UsageError(f"--diff {name} must be one of --stacks")
-    return plan.cells_for(workload, values, stacks, "cpu")
-
-
 def ir(args: argparse.Namespace, argv: list[str]) -> int:
-    for path in args.workload_file:
-        workloads.load_workload_file(path)
-    cells = _cells(args)
+    choice = api.Selection(
+        workload=args.workload,
+        params=tuple(args.param),
+        stacks=args.stacks,
+        workload_files=tuple(args.workload_file),
+    )
+    cells = api.ir_cells(choice, args.diff or ())
     options = RunOptions(
-        timeout_s=args.timeout or IR_TIMEOUT_S, memory_budget=default_memory_budget()
+        timeout_s=args.timeout or api.IR_TIMEOUT_S,
+        memory_budget=default_memory_budget(),
+        workload_files=tuple(str(Path(path).resolve()) for path in args.workload_file),
     )
     params = "-".join(f"{k}={v}" for k, v in cells[0].params.items())
     root = Path(args.out or Path("stackwars-ir") / slug(f"{cells[0].workload}-{params}"))
     captures = {
-        spec.stack: (root / slug(spec.stack), capture_stack(spec, options, root / slug(spec.stack)))
+        spec.stack: (
+            root / slug(spec.stack),
+            api.capture_stack(spec, options, root / slug(spec.stack)),
+        )
         for spec in cells
     }
     console = report_console()
@@ -89,7 +55,7 @@ def ir(args: argparse.Namespace, argv: list[str]) -> int:
             console.print(f"{stack}: {stage}: {headline(reason)}")
     if args.diff:
         diff_pair(captures, args.diff, args.stage or "stablehlo", root)
-    console.print(f"captures written under {root}")
+    console.print(f"captures written under {root.resolve()}")
     return 0
 
 

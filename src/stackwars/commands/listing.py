@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
-from stackwars import workloads
+from stackwars import api, workloads
 from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, stack_missing_reason
-from stackwars.peak import Peak, load_peak, measure_peak, peak_rows, save_peak, stale_reason
 from stackwars.report.console import report_console
+from stackwars.report.env import render_env
+from stackwars.report.peak import peak_rows
 from stackwars.results import metadata
 from stackwars.runner import plan
 from stackwars.suites import SUITES
@@ -57,12 +56,16 @@ def suite_table() -> Table:
 
 def env(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
-    console.print(metadata.render_env(metadata.collect_env()))
+    info = metadata.collect_env()
+    info["blas_libraries"] = api.blas_libraries()
+    console.print(render_env(info))
     if args.peak:
         console.print("measuring this machine's peak (GEMM per library, STREAM); ~4 minutes")
-        path = save_peak(measure_peak())
+        _, path = api.measure_and_store_peak()
         console.print(f"stored in {path}")
-    stored = usable_peak(console, metadata.machine_info())
+    stored, stale = api.usable_peak(metadata.machine_info())
+    if stale:
+        console.print(f"warning: {stale}")
     if stored is None:
         console.print("peak: none for this machine; run 'stackwars env --peak' (once per machine)")
         return 0
@@ -71,15 +74,3 @@ def env(args: argparse.Namespace, argv: list[str]) -> int:
         table.add_row(name, value)
     console.print(table)
     return 0
-
-
-def usable_peak(console: Console, machine: dict[str, Any]) -> Peak | None:
-    """The stored peak when it describes this machine; a stale one is named, not used."""
-    peak = load_peak()
-    if peak is None:
-        return None
-    stale = stale_reason(peak, machine)
-    if stale:
-        console.print(f"warning: {stale}")
-        return None
-    return peak

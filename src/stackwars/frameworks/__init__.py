@@ -1,8 +1,10 @@
 """The framework registry: static facts about each framework, and stack names.
 
-Frameworks are few, so the registry is one explicit table. Nothing here imports a framework:
-availability is decided with ``importlib.util.find_spec`` and package metadata, and the
-implementation class is imported only when a worker asks for it.
+Frameworks are few, so the registry is one explicit table, and the only one: whatever the parent
+needs to know about a framework (modes, devices, packages, baseline memory, IR stages, how its
+models hold memory) is a field of its FrameworkInfo (see ``base.py``). Nothing here imports a
+framework: availability is decided with ``importlib.util.find_spec`` and package metadata, and
+the implementation class is imported only when a worker asks for it.
 """
 
 from __future__ import annotations
@@ -10,11 +12,19 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 from dataclasses import dataclass
 
 from stackwars.errors import UnknownNameError
-from stackwars.frameworks.base import Framework, FrameworkInfo, ModeImplementation
+from stackwars.frameworks.base import (
+    Framework,
+    FrameworkInfo,
+    IrCapture,
+    ModeImplementation,
+    ModelMemory,
+)
 
+MIB = 2**20
 FRAMEWORKS: dict[str, FrameworkInfo] = {
     info.name: info
     for info in (
@@ -24,6 +34,8 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             import_name="numpy",
             extra="numpy",
             implementation="stackwars.frameworks.numpy:NumpyFramework",
+            baseline_bytes=100 * MIB,
+            model_memory=ModelMemory(weights="host"),
             distributions=("numpy",),
         ),
         FrameworkInfo(
@@ -32,8 +44,24 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             import_name="jax",
             extra="jax",
             implementation="stackwars.frameworks.jax:JaxFramework",
+            baseline_bytes=400 * MIB,
+            model_memory=ModelMemory(weights="device copy", functional_train_step=True),
             devices=("cpu", "gpu", "tpu"),
             distributions=("jax", "jaxlib"),
+            environment_prefixes=("JAX_", "TPU_"),
+            ir_capture={
+                "jit": IrCapture(
+                    stages=(
+                        "jaxpr",
+                        "stablehlo",
+                        "hlo",
+                        "optimized_hlo",
+                        "cost_analysis",
+                        "memory_analysis",
+                    ),
+                    capturer="stackwars.ir.capture_jax:capture_jit",
+                )
+            },
         ),
         FrameworkInfo(
             name="torch",
@@ -41,8 +69,11 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             import_name="torch",
             extra="torch",
             implementation="stackwars.frameworks.torch:TorchFramework",
+            baseline_bytes=600 * MIB,
+            model_memory=ModelMemory(weights="own copy"),
             devices=("cpu", "gpu"),
             distributions=("torch",),
+            environment_prefixes=("TORCH", "PYTORCH_"),
             mode_implementations={
                 "xla": ModeImplementation(
                     implementation="stackwars.frameworks.torch_xla:TorchXlaFramework",
@@ -51,6 +82,16 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
                     own_process=True,
                 )
             },
+            ir_capture={
+                "xla": IrCapture(
+                    stages=("exported_graph", "stablehlo", "optimized_hlo"),
+                    capturer="stackwars.ir.capture_torch:capture_xla",
+                ),
+                "compile": IrCapture(
+                    stages=("fx_graph", "inductor_code", "graph_breaks"),
+                    capturer="stackwars.ir.capture_torch:capture_compile",
+                ),
+            },
         ),
         FrameworkInfo(
             name="tensorflow",
@@ -58,11 +99,43 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             import_name="tensorflow",
             extra="tensorflow",
             implementation="stackwars.frameworks.tensorflow:TensorflowFramework",
+            baseline_bytes=1000 * MIB,
+            model_memory=ModelMemory(weights="own copy"),
             devices=("cpu", "gpu", "tpu"),
             distributions=("tensorflow-cpu", "tensorflow", "keras"),
+            environment_prefixes=("TF_", "KERAS_"),
+            ir_capture={
+                "xla": IrCapture(
+                    stages=("stablehlo", "hlo", "optimized_hlo"),
+                    capturer="stackwars.ir.capture_tensorflow:capture_xla",
+                ),
+                "graph": IrCapture(
+                    stages=("graph_ops",),
+                    capturer="stackwars.ir.capture_tensorflow:capture_graph",
+                ),
+            },
         ),
     )
 }
+
+
+# Variables every numerical library reads (BLAS threading and kernels, XLA, device
+# visibility), besides each framework's own (FrameworkInfo.environment_prefixes).
+SHARED_ENVIRONMENT_PREFIXES = ("OMP_", "MKL_", "OPENBLAS_", "GOTO_", "BLIS_", "XLA_", "CUDA_")
+# Terraform's variables share TensorFlow's TF_ prefix and change nothing here.
+TERRAFORM_PREFIXES = ("TF_CLI_", "TF_VAR_", "TF_LOG", "TF_DATA_DIR", "TF_PLUGIN_CACHE_DIR")
+
+
+def influential_environment(framework: str | None = None) -> dict[str, str]:
+    """Variables set in this process's environment that change what ``framework`` (every
+    framework when None) computes or how fast."""
+    infos = FRAMEWORKS.values() if framework is None else (FRAMEWORKS[framework],)
+    prefixes = (*SHARED_ENVIRONMENT_PREFIXES, *(p for i in infos for p in i.environment_prefixes))
+    return {
+        name: value
+        for name, value in sorted(os.environ.items())
+        if name.startswith(prefixes) and not name.startswith(TERRAFORM_PREFIXES)
+    }
 
 
 @dataclass(frozen=True, order=True)

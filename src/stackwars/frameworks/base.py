@@ -5,7 +5,26 @@ array library: import it, pick a device, move NumPy inputs onto the device, appl
 mode to a function, wait for results, bring results back, and report what the framework did
 (compilations, first-run phases, device memory, versions).
 
-Contract (checked for every registered framework by ``tests/test_framework_contract.py``):
+Everything stackwars knows about a framework is declared in two places: its
+:class:`FrameworkInfo` in the registry (``stackwars/frameworks/__init__.py``: static data the
+parent reads without importing anything) and its :class:`Framework` subclass (what a worker
+does with it). Planning, listing, the selftest, the peak, IR capture and the model memory
+prediction ask these two and keep no table of frameworks of their own. Adding a framework is
+its registry entry, its module here, and its implementations in the workload modules.
+
+Registry facts beyond names and packages (see :class:`FrameworkInfo`):
+
+* ``baseline_bytes``: resident memory of a worker that has imported and initialised the
+  framework, before any data; planning adds it to every cell's memory prediction.
+* ``ir_capture``: per mode that compiles, the IR stages it gives and the "module:function"
+  that captures them in a worker (see ``stackwars/ir/capture.py``); modes left out execute op
+  by op and have no compiler IR.
+* ``model_memory``: how the framework's model runner (``workloads/models/run_<name>.py``)
+  holds a model's weights and optimizer state, for ``workloads/models/memory.py``; None when
+  the framework has no model runner.
+
+Contract (checked for every registered framework by ``tests/test_frameworks.py`` and
+``tests/test_framework_registry.py``):
 
 * Only this package's framework modules import their framework at top level, and only the
   worker imports those modules. Nothing here may import a framework.
@@ -25,14 +44,23 @@ Contract (checked for every registered framework by ``tests/test_framework_contr
   non-overlapping and summing to at most the total; ``{}`` when it exposes none. Keys
   prefixed ``of_compile.`` are parts of ``compile_s`` (they may overlap each other, e.g. a
   compile spread over threads), not phases of their own.
+* ``selftest_step`` returns ``(x, w) -> tanh(x @ w)`` written with the framework's own
+  operations: the dependent chain ``stackwars selftest`` times to prove that ``sync`` waits.
+* ``gemm_call(a, b)`` returns a call computing ``a @ b`` on two device arrays as fast as the
+  framework does it: what ``stackwars env --peak`` times as this framework's GEMM.
+* ``stream_kernels(elements, scalar)`` returns STREAM's kernels (copy, scale, add, triad) on
+  float64 device arrays, each writing into an existing array; ``{}`` when the framework cannot
+  write into an existing array (the peak then measures no bandwidth with it).
 """
 
 from __future__ import annotations
 
+import operator
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -49,6 +77,35 @@ class ModeImplementation:
 
 
 @dataclass(frozen=True)
+class IrCapture:
+    """The compiler IR a mode gives: its stage names (listed by the parent without importing
+    anything) and the function that captures them in a worker."""
+
+    stages: tuple[str, ...]
+    # "module:function", imported only by workers; called as described in ir/capture.py.
+    capturer: str
+
+
+@dataclass(frozen=True)
+class ModelMemory:
+    """How a framework's model runner (``workloads/models/run_<name>.py``) holds a model: the
+    facts ``workloads/models/memory.py`` adds up into a prediction."""
+
+    # Where the weights the model computes with live:
+    # "host": the host arrays themselves, no copy (numpy);
+    # "device copy": the copy ``to_device`` makes of the host arrays, cast again when the
+    #   cell's dtype is not the host's (jax: the parameters are device arrays);
+    # "own copy": the framework's own objects (a torch Module, Keras variables) in the cell's
+    #   dtype, loaded from the host arrays without a lasting device copy (torch on CPU shares
+    #   host memory, Keras variables are assigned from host arrays).
+    weights: Literal["host", "device copy", "own copy"]
+    # A train step is a pure function returning new weights and new AdamW moments (three more
+    # parameter-sized arrays) instead of updating them in place: jax, whose timed calls reuse
+    # the same arguments, so their buffers cannot be donated.
+    functional_train_step: bool = False
+
+
+@dataclass(frozen=True)
 class FrameworkInfo:
     """What the parent process may know about a framework without importing it."""
 
@@ -57,9 +114,20 @@ class FrameworkInfo:
     import_name: str
     extra: str
     implementation: str  # "module:Class", imported only by workers
+    # Resident memory of a worker that has imported and initialised the framework, before any
+    # data (measured on this project's reference machine, rounded up); planning adds it to
+    # every cell's predicted peak.
+    baseline_bytes: int
+    # How the model runner holds a model (memory prediction); None: no model runner.
+    model_memory: ModelMemory | None
     devices: tuple[str, ...] = ("cpu",)
     distributions: tuple[str, ...] = ()  # package names whose versions are reported
     mode_implementations: Mapping[str, ModeImplementation] = field(default_factory=dict, hash=False)
+    # Prefixes of the environment variables the framework reads: a user's value that the stack
+    # does not pin is recorded with the cell and warned about.
+    environment_prefixes: tuple[str, ...] = ()
+    # Per mode with a compiler, the IR it gives; a mode left out has none (op by op).
+    ir_capture: Mapping[str, IrCapture] = field(default_factory=dict, hash=False)
 
     def implementation_for(self, mode: str | None) -> str:
         """The "module:Class" that runs ``mode`` (None: the framework's own class)."""
@@ -151,6 +219,21 @@ class Framework(ABC):
 
     def runtime_settings(self) -> dict[str, Any]:
         """Threads, precision and allocator settings as the framework reports them."""
+        return {}
+
+    @abstractmethod
+    def selftest_step(self) -> Callable[[Any, Any], Any]:
+        """``(x, w) -> tanh(x @ w)`` in the framework's own operations (the selftest's chain)."""
+
+    def gemm_call(self, a: Any, b: Any) -> Callable[[], Any]:
+        """A call computing ``a @ b`` on device arrays at the framework's best (the peak's
+        GEMM); by default the eager ``a @ b``."""
+        return partial(operator.matmul, a, b)
+
+    def stream_kernels(self, elements: int, scalar: float) -> dict[str, Callable[[], Any]]:
+        """STREAM's copy, scale, add and triad on float64 device arrays of ``elements``, each
+        writing into an existing array; ``{}`` when the framework cannot (the default)."""
+        del elements, scalar
         return {}
 
 

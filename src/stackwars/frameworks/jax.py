@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,20 @@ class JaxFramework(Framework):
         if spent(CACHE_READ_EVENT):
             phases["of_compile.cache_read_s"] = spent(CACHE_READ_EVENT)
         return phases
+
+    def selftest_step(self) -> Callable[[Any, Any], Any]:
+        import jax.numpy as jnp
+
+        def step(x: Any, w: Any) -> Any:
+            return jnp.tanh(x @ w)
+
+        return step
+
+    def gemm_call(self, a: Any, b: Any) -> Callable[[], Any]:
+        import jax
+        import jax.numpy as jnp
+
+        return partial(jax.jit(jnp.matmul), a, b)
 
     def device_peak_bytes(self) -> int | None:
         stats = self._device.memory_stats()

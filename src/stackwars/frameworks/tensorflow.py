@@ -14,6 +14,7 @@ a missing device into the CPU, which is why ``init`` checks that the device exis
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,9 @@ class TensorflowFramework(Framework):
         return {
             "TF_CPP_MIN_LOG_LEVEL": "2",
             "KERAS_HOME": str(Path(settings.cache_dir) / "keras"),
+            # Keras reads its backend from the environment: a user's KERAS_BACKEND=jax would
+            # otherwise build this stack's models on JAX.
+            "KERAS_BACKEND": "tensorflow",
         }
 
     def load(self) -> None:
@@ -177,6 +181,19 @@ class TensorflowFramework(Framework):
         mode, trace_s = self._first
         rest = "compile_and_execute_s" if mode == "xla" else "optimize_and_execute_s"
         return {"trace_s": trace_s, rest: max(0.0, total_s - trace_s)}
+
+    def selftest_step(self) -> Callable[[Any, Any], Any]:
+        import tensorflow as tf
+
+        def step(x: Any, w: Any) -> Any:
+            return tf.tanh(x @ w)
+
+        return step
+
+    def gemm_call(self, a: Any, b: Any) -> Callable[[], Any]:
+        import tensorflow as tf
+
+        return partial(tf.linalg.matmul, a, b)
 
     def device_peak_bytes(self) -> int | None:
         import tensorflow as tf

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,33 @@ class TorchFramework(Framework):
             key: sum(times[self._metrics_before.get(key, 0) :]) for key, times in metrics.items()
         }
         return {key: seconds for key, seconds in spent.items() if seconds > 0}
+
+    def selftest_step(self) -> Callable[[Any, Any], Any]:
+        import torch
+
+        def step(x: Any, w: Any) -> Any:
+            return torch.tanh(x @ w)
+
+        return step
+
+    def gemm_call(self, a: Any, b: Any) -> Callable[[], Any]:
+        import torch
+
+        return partial(torch.matmul, a, b, out=torch.empty_like(a))
+
+    def stream_kernels(self, elements: int, scalar: float) -> dict[str, Callable[[], Any]]:
+        import torch
+
+        a, b, c = (
+            torch.full((elements,), value, dtype=torch.float64, device=self._device)
+            for value in (1.0, 2.0, 0.0)
+        )
+        return {
+            "copy": partial(c.copy_, a),
+            "scale": partial(torch.mul, c, scalar, out=b),
+            "add": partial(torch.add, a, b, out=c),
+            "triad": partial(torch.add, b, c, alpha=scalar, out=a),
+        }
 
     def device_peak_bytes(self) -> int | None:
         import torch

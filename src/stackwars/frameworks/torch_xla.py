@@ -17,10 +17,12 @@ in the process fails: this implementation runs only in a worker of its own.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from stackwars.frameworks import FRAMEWORKS
@@ -130,6 +132,12 @@ class TorchXlaFramework(JaxFramework):
         from torchax import interop
 
         return super().to_host(interop.jax_view(out))
+
+    def selftest_step(self) -> Callable[[Any, Any], Any]:
+        return self._torch.selftest_step()  # torch code, run through torchax
+
+    def gemm_call(self, a: Any, b: Any) -> Callable[[], Any]:
+        return partial(self.prepare(operator.matmul, MODE), a, b)
 
     def first_call(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
         from torchax.tensor import OperatorNotFound

@@ -1,8 +1,10 @@
 """Which IR stages each stack can give, and the functions that capture them (worker side).
 
-Capturers live in one module per framework (``capture_jax``, ``capture_torch``,
-``capture_tensorflow``), import their framework inside functions, and are named here by
-"module:function" so that the parent can list stages without importing anything.
+Both come from the framework registry: ``FrameworkInfo.ir_capture`` names, per mode with a
+compiler, its stages and its capturer as "module:function", so that the parent can list stages
+without importing anything. The capturers of the built-in frameworks live in one module per
+framework (``capture_jax``, ``capture_torch``, ``capture_tensorflow``) and import their
+framework inside functions.
 
 A capturer is called as ``capturer(fn, args, framework)`` with the workload's unprepared
 function, the inputs already on the device, and the set-up Framework; it returns
@@ -16,36 +18,37 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from stackwars.frameworks import FRAMEWORKS
+from stackwars.frameworks.base import IrCapture
+
 Captured = tuple[dict[str, str], dict[str, str]]
 Capturer = Callable[[Callable[..., Any], tuple[Any, ...], Any], Captured]
 
-STAGES: dict[str, tuple[str, ...]] = {
-    "jax:jit": ("jaxpr", "stablehlo", "hlo", "optimized_hlo", "cost_analysis", "memory_analysis"),
-    "torch:xla": ("exported_graph", "stablehlo", "optimized_hlo"),
-    "torch:compile": ("fx_graph", "inductor_code", "graph_breaks"),
-    "tensorflow:xla": ("stablehlo", "hlo", "optimized_hlo"),
-    "tensorflow:graph": ("graph_ops",),
-}
-_CAPTURERS = {
-    "jax:jit": "stackwars.ir.capture_jax:capture_jit",
-    "torch:xla": "stackwars.ir.capture_torch:capture_xla",
-    "torch:compile": "stackwars.ir.capture_torch:capture_compile",
-    "tensorflow:xla": "stackwars.ir.capture_tensorflow:capture_xla",
-    "tensorflow:graph": "stackwars.ir.capture_tensorflow:capture_graph",
-}
 NO_COMPILER = "no compiler IR: this stack executes op by op"
 # Stages whose text is StableHLO or HLO, i.e. what `ir --diff` can compare across stacks.
 COMPARABLE = ("stablehlo", "hlo", "optimized_hlo")
 
 
+def _ir_capture(stack: str) -> IrCapture | None:
+    framework, _, mode = stack.partition(":")
+    info = FRAMEWORKS.get(framework)
+    return None if info is None else info.ir_capture.get(mode)
+
+
 def stages(stack: str) -> tuple[str, ...]:
-    return STAGES.get(stack, ())
+    """The IR stages ``stack`` ("framework:mode") gives; () when it has no compiler IR."""
+    found = _ir_capture(stack)
+    return () if found is None else found.stages
 
 
 def capturer(stack: str) -> Capturer:
-    module_name, _, function = _CAPTURERS[stack].partition(":")
-    found: Capturer = getattr(importlib.import_module(module_name), function)
-    return found
+    """The function that captures ``stack``'s stages (imports its module; workers only)."""
+    found = _ir_capture(stack)
+    if found is None:
+        raise ValueError(f"{stack} has no compiler IR to capture")
+    module_name, _, function = found.capturer.partition(":")
+    captures: Capturer = getattr(importlib.import_module(module_name), function)
+    return captures
 
 
 def attempt(

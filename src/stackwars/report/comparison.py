@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from rich.console import RenderableType
 from rich.table import Table as RichTable
 
 from stackwars.report.table import format_seconds
@@ -120,3 +121,22 @@ def comparison_table(rows: list[ComparisonRow], title: str) -> RichTable:
             result.verdict,
         )
     return table
+
+
+def regressions(rows: Iterable[ComparisonRow], fail_above: float) -> list[ComparisonRow]:
+    """Rows significantly slower by more than ``fail_above`` percent."""
+    return [row for row in rows if row.regression_above(fail_above)]
+
+
+def comparison_report(
+    rows: list[ComparisonRow], title: str, fail_above: float | None
+) -> list[RenderableType]:
+    """The comparison table, its geometric mean, and a line per regression past the limit."""
+    parts: list[RenderableType] = [comparison_table(rows, title)]
+    geomean = geometric_mean_ratio(rows)
+    if geomean is not None:
+        parts.append(f"geometric mean of ratios: {geomean:.3f} ({(geomean - 1) * 100:+.1f}%)")
+    for row in regressions(rows, fail_above) if fail_above is not None else []:
+        assert row.result is not None
+        parts.append(f"REGRESSION above {fail_above:g}%: {row.label}: {row.result.describe()}")
+    return parts

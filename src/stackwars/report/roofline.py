@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from stackwars.results.schema import Cell
 
 if TYPE_CHECKING:  # peak.py reads machine metadata, which formats with the report tables
-    from stackwars.peak import Peak
+    from stackwars.results.peak import Peak
 
 BoundKind = Literal["compute", "memory"]
 

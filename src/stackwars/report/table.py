@@ -21,7 +21,7 @@ from stackwars.report.roofline import format_roofline
 from stackwars.results.schema import Cell, Parity
 
 if TYPE_CHECKING:  # peak.py reads machine metadata, which formats with this module
-    from stackwars.peak import Peak
+    from stackwars.results.peak import Peak
 
 COLUMNS = (
     "Stack",
@@ -300,3 +300,11 @@ def _escape(text: str) -> str:
     # A pipe ends a cell and a newline ends the table; reasons (stderr tails) contain both.
     # GitHub reads a pair of single tildes as strike-through, and "~" marks unstable rows.
     return " ".join(text.split()).replace("|", "\\|").replace("~", "\\~")
+
+
+def status_counts(cells: Iterable[Cell]) -> str:
+    """``"25 ok, 2 unsupported"``: how many cells ended in each status."""
+    counts: dict[str, int] = {}
+    for cell in cells:
+        counts[cell.status] = counts.get(cell.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in counts.items()) or "no cells"

@@ -16,11 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from rich.console import Group, RenderableType
-from rich.table import Table
 
 from stackwars.frameworks import FRAMEWORKS, installed_version
-from stackwars.report.table import format_bytes
 
 CPU_FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "asimd", "sve")
 EXTRA_DISTRIBUTIONS = ("jaxlib", "keras", "flax", "torchax", "ml_dtypes", "psutil", "rich")
@@ -186,48 +183,3 @@ def _distribution_version(name: str) -> str | None:
 def blas_environment() -> dict[str, str | None]:
     """BLAS and OpenMP variables: they change numpy's (and others') speed, so they are recorded."""
     return {name: os.environ.get(name) for name in BLAS_VARIABLES}
-
-
-def render_env(info: dict[str, Any]) -> RenderableType:
-    """Tables for ``stackwars env`` from :func:`collect_env`'s dict."""
-    versions = {name: version or "not installed" for name, version in info["versions"].items()}
-    blas = {
-        name: value if value is not None else "unset" for name, value in info["blas_env"].items()
-    }
-    return Group(
-        _key_value_table("Machine", _machine_rows(info["machine"])),
-        _key_value_table("Versions", versions),
-        _key_value_table("BLAS environment", blas),
-    )
-
-
-def _machine_rows(machine: dict[str, Any]) -> dict[str, str]:
-    flags = machine["cpu_flags"]
-    load = machine["load_average"]
-    accelerators = [f"{acc['name']} ({acc['source']})" for acc in machine["accelerators"]]
-    return {
-        "CPU": f"{machine['cpu_model']} ({machine['arch']})",
-        "cores": (
-            f"{machine['logical_cores']} logical, {machine['physical_cores']} physical, "
-            f"{machine['usable_cores']} usable"
-        ),
-        "memory": (
-            f"{format_bytes(machine['memory_total_bytes'])} total, "
-            f"{format_bytes(machine['memory_available_bytes'])} available"
-        ),
-        "CPU flags": "unknown" if flags is None else (" ".join(flags) or "none of interest"),
-        "governor": machine["governor"] or "unknown",
-        "load average": "unknown" if load is None else " ".join(f"{x:.2f}" for x in load),
-        "OS": machine["os"],
-        "Python": machine["python"],
-        "accelerators": "\n".join(accelerators) or "none",
-    }
-
-
-def _key_value_table(title: str, rows: dict[str, str]) -> Table:
-    table = Table(title=title, title_justify="left", title_style="bold", show_header=False)
-    table.add_column(style="cyan")
-    table.add_column()
-    for key, value in rows.items():
-        table.add_row(key, value)
-    return table

@@ -3,19 +3,55 @@
 from __future__ import annotations
 
 import datetime
+import os
+import socket
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.schema import SCHEMA_VERSION, Cell
 
-RUN_STATUSES = ("running", "complete", "interrupted")
+# "abandoned" is never stored: it is how a stored "running" run reads once the process
+# that ran it is gone (killed, crashed, machine restarted); --resume finishes it.
+RUN_STATUSES = ("running", "complete", "interrupted", "abandoned")
 
 
 def now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def this_process() -> dict[str, Any]:
+    """Who runs a run: host, pid and the process's start time (pids are reused)."""
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "process_started": psutil.Process().create_time(),
+    }
+
+
+def owner_alive(owner: dict[str, Any]) -> bool | None:
+    """Whether the process that owns a run still runs; None when it cannot be told from here
+    (another host, or a run stored before owners were recorded)."""
+    if not owner or owner.get("host") != socket.gethostname():
+        return None
+    try:
+        started = psutil.Process(int(owner["pid"])).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
+    return abs(started - float(owner["process_started"])) < 1.0
+
+
+def displayed_status(header: dict[str, Any]) -> str:
+    """A stored run's status as it stands now: a running run whose process is gone is
+    abandoned."""
+    status = header.get("status", "complete")
+    if status == "running" and owner_alive(header.get("owner", {})) is False:
+        return "abandoned"
+    return status
 
 
 def new_run_id() -> str:
@@ -35,6 +71,7 @@ class Run:
     finished: str | None = None
     status: str = "running"
     cells: list[Cell] = field(default_factory=list)
+    owner: dict[str, Any] = field(default_factory=this_process)
 
     def header(self) -> dict[str, Any]:
         return {
@@ -47,6 +84,7 @@ class Run:
             "argv": self.argv,
             "options": self.options,
             "planned": self.planned,
+            "owner": self.owner,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,5 +110,6 @@ class Run:
             planned=header.get("planned", []),
             finished=header.get("finished"),
             status=header.get("status", "complete"),
+            owner=header.get("owner", {}),
             cells=[Cell.from_dict(cell) for cell in data.get("cells", [])],
         )

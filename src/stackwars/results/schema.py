@@ -12,7 +12,9 @@ History of SCHEMA_VERSION:
   ``latency_samples_s``, ``parity.reference``, ``parity.fingerprint``,
   ``parity.fingerprint_head``, ``parity.fingerprint_steps``, ``parity.fingerprint_counts``,
   ``parity.compared_with``,
-  ``memory.predicted_bytes``.
+  ``memory.predicted_bytes``; (2026-11-23) run ``owner`` (host, pid, process start: a
+  ``running`` run whose process is gone reads as ``abandoned``), cell
+  ``settings.inherited_environment`` and ``settings.blas``.
 """
 
 from __future__ import annotations

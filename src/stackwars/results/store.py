@@ -23,13 +23,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from stackwars.errors import UsageError
+from stackwars.errors import StoreError, UsageError
 from stackwars.results.jsonio import dump
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell
 
 STORE_VERSION = 3
 DEFAULT_DB = "stackwars.sqlite"
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -99,12 +100,37 @@ class Store:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        self._refuse_foreign_file()
         db = sqlite3.connect(self.path, timeout=30)
         try:
             with db:
                 yield db
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise self._unreadable(exc) from None
+            raise StoreError(
+                f"results store {self.path} is locked by another process ({exc}); wait for "
+                "it, or use another --db"
+            ) from None
+        except sqlite3.DatabaseError as exc:
+            raise self._unreadable(exc) from None
         finally:
             db.close()
+
+    def _refuse_foreign_file(self) -> None:
+        """Never let SQLite write into a file that is not a database: refuse it untouched."""
+        if not self.path.is_file() or self.path.stat().st_size == 0:
+            return
+        with self.path.open("rb") as file:
+            if file.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                raise self._unreadable("it is not an SQLite database")
+
+    def _unreadable(self, why: object) -> StoreError:
+        return StoreError(
+            f"results store {self.path} cannot be read ({why}); it was left untouched: move "
+            "it aside (or restore it from a copy) and run again, or point --db / STACKWARS_DB "
+            "at another file"
+        )
 
     def _check_version(self, db: sqlite3.Connection) -> None:
         db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -125,6 +151,7 @@ class Store:
         db.execute("UPDATE meta SET value = ? WHERE key = 'store_version'", (str(STORE_VERSION),))
 
     def begin_run(self, run: Run) -> None:
+        # Runs started in the same second are ordered by when they were stored (rowid).
         with self._connect() as db:
             db.execute(
                 "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)",
@@ -160,7 +187,7 @@ class Store:
 
     def run_ids(self) -> list[str]:
         with self._connect() as db:
-            return [row[0] for row in db.execute("SELECT id FROM runs ORDER BY started, id")]
+            return [row[0] for row in db.execute("SELECT id FROM runs ORDER BY started, rowid")]
 
     def resolve(self, run_id: str) -> str:
         """A run id as given, or the newest run for ``latest``."""
@@ -174,7 +201,7 @@ class Store:
     def summaries(self) -> list[tuple[dict[str, Any], dict[str, int]]]:
         """Per run, oldest first: its header, and its count of cells by status."""
         with self._connect() as db:
-            runs = db.execute("SELECT id, header FROM runs ORDER BY started, id").fetchall()
+            runs = db.execute("SELECT id, header FROM runs ORDER BY started, rowid").fetchall()
             counts = db.execute(
                 "SELECT run_id, status, COUNT(*) FROM cells GROUP BY run_id, status"
             ).fetchall()
@@ -190,7 +217,7 @@ class Store:
             rows = db.execute(
                 "SELECT runs.id, runs.started, cells.data FROM cells JOIN runs "
                 "ON runs.id = cells.run_id WHERE cells.workload = ? AND cells.stack = ? "
-                "ORDER BY runs.started, runs.id, cells.seq",
+                "ORDER BY runs.started, runs.rowid, cells.seq",
                 (workload, stack),
             ).fetchall()
         return [

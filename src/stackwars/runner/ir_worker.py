@@ -1,9 +1,10 @@
 """The IR worker: captures every IR stage a stack gives for one workload, in a fresh process.
 
-Usage: ``python -m stackwars.runner.ir_worker REQUEST.json OUT_DIR``. Writes one text file
-per captured stage into OUT_DIR and ``index.json`` naming them and the stages it could not
-capture (with the reason). The set-up (environment, load, init, inputs on the device) is the
-same as a timing worker's, so the captured IR is the IR that was timed.
+Started through ``runner/child.py`` with ``{"request": Request, "out_dir": absolute path}``.
+Writes one text file per captured stage into out_dir and ``index.json`` naming them and the
+stages it could not capture (with the reason), and answers with that index. The set-up
+(environment, load, init, inputs on the device) is the same as a timing worker's, so the
+captured IR is the IR that was timed.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from stackwars import workloads
 from stackwars.frameworks import load_framework
 from stackwars.ir.capture import NO_COMPILER, capturer, stages
 from stackwars.results.jsonio import dump, write_atomically
+from stackwars.runner.child import serve
 from stackwars.runner.protocol import Request
 from stackwars.runner.worker import home_environment
+from stackwars.workloads.base import Stateful
 
 
 def capture(request: Request, out_dir: Path) -> dict[str, Any]:
@@ -46,7 +49,7 @@ def capture(request: Request, out_dir: Path) -> dict[str, Any]:
     framework.init(settings)
     inputs = workload.make_inputs(params, request.seed)
     built: Any = builder(params)
-    if hasattr(built, "bind"):
+    if isinstance(built, Stateful):
         # A model: capture the function that is timed, on the arguments it is timed with.
         bound = built.bind(inputs, framework.to_device, spec.mode)
         fn, args = bound.fn, bound.args
@@ -61,12 +64,11 @@ def capture(request: Request, out_dir: Path) -> dict[str, Any]:
     return index
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m stackwars.runner.ir_worker REQUEST.json OUT_DIR", file=sys.stderr)
-        return 2
-    request = Request.from_json(Path(argv[0]).read_text(encoding="utf-8"))
-    out_dir = Path(argv[1])
+def answer(data: dict[str, Any]) -> dict[str, Any]:
+    """Capture into ``data["out_dir"]`` (absolute) and return the index, also written there as
+    index.json."""
+    request = Request.from_dict(data["request"])
+    out_dir = Path(data["out_dir"])
     out_dir.mkdir(parents=True, exist_ok=True)
     for path in request.workload_files:
         workloads.load_workload_file(path)
@@ -76,7 +78,11 @@ def main(argv: list[str]) -> int:
         tail = "".join(traceback.format_exception(exc)[-20:])
         index = {"stack": request.cell.stack, "stages": {}, "unavailable": {"*": tail}}
     write_atomically(out_dir / "index.json", dump(index))
-    return 0
+    return index
+
+
+def main(argv: list[str]) -> int:
+    return serve(argv, "ir", answer)
 
 
 if __name__ == "__main__":

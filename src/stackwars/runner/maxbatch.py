@@ -9,15 +9,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from rich.table import Table
-
 from stackwars import workloads
 from stackwars.errors import UsageError
-from stackwars.report.console import report_console
+from stackwars.results.maxbatch import MaxBatch
 from stackwars.runner import plan
 from stackwars.runner.protocol import CellSpec
 
-GIB = 2**30
 # Doubling stops here: no cell is planned with more examples than this.
 MAX_BATCH = 2**20
 
@@ -43,22 +40,19 @@ def _with_batch(spec: CellSpec, batch: int) -> CellSpec:
     return dataclasses.replace(spec, params={**spec.params, "batch": batch})
 
 
-def print_max_batches(cells: Sequence[CellSpec], budget: int) -> int:
+def max_batches(cells: Sequence[CellSpec], budget: int) -> list[MaxBatch]:
+    """One answer per distinct cell (its batch aside) of the cells with a batch parameter."""
     with_batch = [c for c in cells if "batch" in workloads.get(c.workload).defaults()]
     if not with_batch:
         raise UsageError("--find-max-batch needs workloads with a batch parameter (the models)")
     # One row per cell up to its batch: a --param batch=... list asks the same question.
     unique = {spec.label(): spec for spec in (_with_batch(c, 1) for c in with_batch)}
-    table = Table(title=f"Largest batch predicted to fit {budget / GIB:.2f} GiB")
-    for column in ("workload", "params", "stack", "max batch", "predicted peak at it"):
-        table.add_column(column)
+    answers = []
     for spec in unique.values():
-        params = ",".join(f"{k}={v}" for k, v in spec.params.items() if k != "batch")
         if plan.skip_reason(spec):
-            table.add_row(spec.workload, params, spec.stack, "unsupported", "-")
+            answers.append(MaxBatch(spec.workload, dict(spec.params), spec.stack, None, None))
             continue
         best = max_batch(spec, budget)
-        peak = f"{plan.prediction(_with_batch(spec, best))[0] / GIB:.2f} GiB" if best else "-"
-        table.add_row(spec.workload, params, spec.stack, str(best) if best else "none fits", peak)
-    report_console().print(table)
-    return 0
+        peak = plan.prediction(_with_batch(spec, best))[0] if best else None
+        answers.append(MaxBatch(spec.workload, dict(spec.params), spec.stack, best, peak))
+    return answers

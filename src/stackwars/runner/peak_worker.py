@@ -5,19 +5,23 @@ Usage: ``python -m stackwars.runner.peak_worker RESULT.json LIBRARY [--quick]``.
 One library per process, so that no library's idle thread pool (OpenMP, OpenBLAS and MKL
 threads spin for a while after each call) competes with the next one for the 2 cores of a
 small machine, and so that each library is measured with its own defaults. The parent
-(``stackwars.peak``) starts one worker per installed library and keeps the best numbers.
+(``runner/peak.py``) starts one worker per installed library and keeps the best numbers.
 
-GEMM: ``C = A @ B`` with square matrices, ``2 n³`` FLOPs per call, at every size of
-``Sizes.gemm_n`` (the best size counts: small sizes do not fill the cores, large ones may
-fall out of the caches). Every library runs in float32 and float64 and the output dtype is
-checked, so that a library that quietly computes float32 (JAX without x64) fails loudly.
+Every registered framework is a library here, set up as a timing worker sets it up
+(``load_framework``, its ``environment`` with x64 on, ``load``, ``init`` on the cpu); its
+inputs go through ``to_device`` and every timed block ends with its ``sync``.
 
-STREAM (numpy and torch; JAX and TensorFlow cannot write into an existing array): four kernels
-on float64 arrays far larger than the last-level cache, counted as STREAM counts them: each
-array read or written once per element, so copy and scale move 16 bytes per element, add and
-triad 24. The extra read of the destination (write-allocate) is not counted, as in STREAM.
-numpy has no fused triad: it runs ``a = b + s·c`` chunk by chunk through a temporary that stays
-in the L2 cache, so that memory sees one pass, as in STREAM.
+GEMM: ``C = A @ B`` with square matrices (``Framework.gemm_call``), ``2 n³`` FLOPs per call, at
+every size of ``Sizes.gemm_n`` (the best size counts: small sizes do not fill the cores, large
+ones may fall out of the caches). Every library runs in float32 and float64 and the output
+dtype is checked, so that a library that quietly computes float32 (JAX without x64) fails
+loudly.
+
+STREAM (the libraries that can write into an existing array: ``Framework.stream_kernels``):
+four kernels on float64 arrays far larger than the last-level cache, counted as STREAM counts
+them: each array read or written once per element, so copy and scale move 16 bytes per
+element, add and triad 24. The extra read of the destination (write-allocate) is not counted,
+as in STREAM.
 
 Every failure is recorded under the measurement it broke (``{"error": ...}``); the worker exits
 non-zero only when it cannot write its result.
@@ -25,39 +29,36 @@ non-zero only when it cannot write its result.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
-from stackwars.results.jsonio import dump, write_atomically
+from stackwars.frameworks import (
+    FRAMEWORKS,
+    influential_environment,
+    installed_version,
+    load_framework,
+)
+from stackwars.frameworks.base import Framework, RunSettings
 from stackwars.results.metadata import BLAS_VARIABLES
+from stackwars.runner.child import serve
+from stackwars.runner.worker import blas_libraries
 from stackwars.timing.timer import Timer, TimingConfig
 
-LIBRARIES = ("numpy", "torch", "jax", "tensorflow")
+# Every registered framework, live: a framework added to the registry is measured too.
+LIBRARIES = FRAMEWORKS.keys()
 DTYPES = ("float32", "float64")
 STREAM_ARRAYS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}
 STREAM_SCALAR = 3.0
 STREAM_ITEMSIZE = 8  # float64, as in STREAM
-# float64 elements of numpy's triad temporary: 512 KiB stays in a 1 MiB L2 cache; smaller
-# chunks were slower here (4096: 19 GB/s, 32768: 27, 65536 to 262144: 29).
-TRIAD_CHUNK = 2**16
-ENVIRONMENT_VARIABLES = (
-    *BLAS_VARIABLES,
-    "KMP_BLOCKTIME",
-    "GOMP_SPINCOUNT",
-    "TF_ENABLE_ONEDNN_OPTS",
-    "XLA_FLAGS",
-    "JAX_PLATFORMS",
-    "JAX_ENABLE_X64",
-)
-# Set before the library is imported: JAX reads them once, and float64 needs x64.
-LIBRARY_ENVIRONMENT = {"jax": {"JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "true"}}
+# Recorded whether set or not; each library's own variables (FrameworkInfo.environment_prefixes)
+# and the XLA and CUDA ones are recorded when set.
+ENVIRONMENT_VARIABLES = (*BLAS_VARIABLES, "KMP_BLOCKTIME", "GOMP_SPINCOUNT")
 ERROR_CHARS = 3000
 
 Call = Callable[[], Any]
@@ -109,131 +110,30 @@ QUICK = Sizes(
 )
 
 
-def no_sync(out: Any) -> None:
-    """numpy and torch on CPU return only once the result is written."""
-    del out
-
-
 def require_dtype(computed: str, requested: str) -> None:
     if computed != requested:
         raise TypeError(f"asked for {requested}, the library computed {computed}")
 
 
-def numpy_gemm(n: int, dtype: str) -> tuple[Call, Sync]:
+def gemm_call(framework: Framework, n: int, dtype: str) -> Call:
+    """The framework's GEMM on two n×n device matrices, its output dtype checked."""
     import numpy as np
 
     rng = np.random.default_rng(0)
-    a, b = (rng.standard_normal((n, n)).astype(dtype) for _ in range(2))
-    c = np.empty((n, n), dtype=dtype)
-    require_dtype(np.matmul(a, b, out=c).dtype.name, dtype)
-    return partial(np.matmul, a, b, out=c), no_sync
+    a, b = framework.to_device([rng.standard_normal((n, n)).astype(dtype) for _ in range(2)])
+    call = framework.gemm_call(a, b)
+    out = call()
+    framework.sync(out)
+    require_dtype(framework.to_host(out)[0].dtype.name, dtype)
+    return call
 
 
-def torch_gemm(n: int, dtype: str) -> tuple[Call, Sync]:
-    import torch
-
-    generator = torch.Generator().manual_seed(0)
-    kind = getattr(torch, dtype)
-    a, b = (torch.randn(n, n, dtype=kind, generator=generator) for _ in range(2))
-    c = torch.empty(n, n, dtype=kind)
-    require_dtype(str(torch.matmul(a, b, out=c).dtype).removeprefix("torch."), dtype)
-    return partial(torch.matmul, a, b, out=c), no_sync
-
-
-def jax_gemm(n: int, dtype: str) -> tuple[Call, Sync]:
-    import jax
-    import jax.numpy as jnp
-
-    a, b = jax.random.normal(jax.random.key(0), (2, n, n), dtype=dtype)
-    matmul = jax.jit(jnp.matmul)
-    require_dtype(jax.block_until_ready(matmul(a, b)).dtype.name, dtype)
-    return partial(matmul, a, b), jax.block_until_ready
-
-
-def tensorflow_gemm(n: int, dtype: str) -> tuple[Call, Sync]:
-    import tensorflow as tf
-
-    a, b = tf.unstack(tf.random.stateless_normal((2, n, n), seed=(0, 0), dtype=dtype))
-    require_dtype(tf.linalg.matmul(a, b).dtype.name, dtype)
-    return partial(tf.linalg.matmul, a, b), lambda out: tf.test.experimental.sync_devices()
-
-
-def numpy_stream(elements: int) -> dict[str, Call]:
-    import numpy as np
-
-    # np.full writes every page now, so that no page fault lands in a timed call.
-    a, b, c = (np.full(elements, value) for value in (1.0, 2.0, 0.0))
-    temporary = np.empty(TRIAD_CHUNK)
-    chunks = []
-    for start in range(0, elements, TRIAD_CHUNK):
-        part = slice(start, start + TRIAD_CHUNK)
-        a_part = a[part]
-        chunks.append((a_part, b[part], c[part], temporary[: len(a_part)]))
-
-    def triad() -> None:
-        for a_part, b_part, c_part, scaled in chunks:
-            np.multiply(c_part, STREAM_SCALAR, out=scaled)
-            np.add(b_part, scaled, out=a_part)
-
-    return {
-        "copy": partial(np.copyto, c, a),
-        "scale": partial(np.multiply, c, STREAM_SCALAR, out=b),
-        "add": partial(np.add, a, b, out=c),
-        "triad": triad,
-    }
-
-
-def torch_stream(elements: int) -> dict[str, Call]:
-    import torch
-
-    a, b, c = (torch.full((elements,), value, dtype=torch.float64) for value in (1.0, 2.0, 0.0))
-    return {
-        "copy": partial(c.copy_, a),
-        "scale": partial(torch.mul, c, STREAM_SCALAR, out=b),
-        "add": partial(torch.add, a, b, out=c),
-        "triad": partial(torch.add, b, c, alpha=STREAM_SCALAR, out=a),
-    }
-
-
-GEMMS: dict[str, Callable[[int, str], tuple[Call, Sync]]] = {
-    "numpy": numpy_gemm,
-    "torch": torch_gemm,
-    "jax": jax_gemm,
-    "tensorflow": tensorflow_gemm,
-}
-STREAMS: dict[str, Callable[[int], dict[str, Call]]] = {
-    "numpy": numpy_stream,
-    "torch": torch_stream,
-}
-
-
-def runtime(library: str) -> dict[str, Any]:
+def runtime(framework: Framework) -> dict[str, Any]:
     """The library's version and the settings that decide its speed (threads, BLAS)."""
-    if library == "numpy":
-        import numpy as np
-
-        return {"version": np.__version__, "config": np.show_config(mode="dicts")}
-    if library == "torch":
-        import torch
-
-        return {
-            "version": torch.__version__,
-            "threads": torch.get_num_threads(),
-            "interop_threads": torch.get_num_interop_threads(),
-            "parallel_info": torch.__config__.parallel_info(),
-        }
-    if library == "jax":
-        import jax
-
-        return {"version": jax.__version__, "devices": [str(d) for d in jax.devices()]}
-    import tensorflow as tf
-
-    threading = tf.config.threading
     return {
-        "version": tf.__version__,
-        # 0 means TensorFlow's default: one thread per core this process may use.
-        "intra_op_threads": threading.get_intra_op_parallelism_threads(),
-        "inter_op_threads": threading.get_inter_op_parallelism_threads(),
+        "version": installed_version(framework.name),
+        **framework.runtime_settings(),
+        "blas": blas_libraries(),
     }
 
 
@@ -265,57 +165,78 @@ def recorded(action: Callable[[], dict]) -> dict:
         return {"error": "".join(traceback.format_exception(exc))[-ERROR_CHARS:]}
 
 
-def gemm(make: Callable[[int, str], tuple[Call, Sync]], dtype: str, sizes: Sizes) -> dict:
+def gemm(framework: Framework, dtype: str, sizes: Sizes) -> dict:
     by_n = {}
     for n in sizes.gemm_n:
-        call, sync = make(n, dtype)
-        by_n[str(n)] = measure(call, sync, 2.0 * n**3, "flops_per_s", sizes.gemm_timing)
+        call = gemm_call(framework, n, dtype)
+        by_n[str(n)] = measure(call, framework.sync, 2.0 * n**3, "flops_per_s", sizes.gemm_timing)
     best = max(by_n, key=lambda n: by_n[n]["flops_per_s"])
     return {"flops_per_s": by_n[best]["flops_per_s"], "n": int(best), "by_n": by_n}
 
 
-def stream(make: Callable[[int], dict[str, Call]], sizes: Sizes) -> dict:
+def stream(framework: Framework, sizes: Sizes) -> dict:
+    """Each STREAM kernel's bandwidth; ``{}`` for a library that has none."""
     elements = sizes.stream_elements
     return {
         name: recorded(
             partial(
                 measure,
                 call,
-                no_sync,
+                framework.sync,
                 STREAM_ARRAYS[name] * STREAM_ITEMSIZE * elements,
                 "bytes_per_s",
                 sizes.stream_timing,
             )
         )
-        for name, call in make(elements).items()
+        for name, call in framework.stream_kernels(elements, STREAM_SCALAR).items()
     }
+
+
+def start_framework(framework: Framework, settings: RunSettings) -> dict:
+    """Load and initialise ``framework`` as a timing worker does; ``{}`` when it started."""
+    framework.load()
+    framework.init(settings)
+    return {}
 
 
 def measure_library(library: str, sizes: Sizes) -> dict[str, Any]:
     """Everything measured for ``library``; what failed carries its error."""
-    os.environ.update(LIBRARY_ENVIRONMENT.get(library, {}))
-    result: dict[str, Any] = {
-        "library": library,
-        "environment": {name: os.environ.get(name) for name in ENVIRONMENT_VARIABLES},
-        "usable_cores": len(os.sched_getaffinity(0)),
-        "runtime": recorded(partial(runtime, library)),
-        "gemm": {dtype: recorded(partial(gemm, GEMMS[library], dtype, sizes)) for dtype in DTYPES},
-    }
-    if library in STREAMS:
-        result["stream"] = recorded(partial(stream, STREAMS[library], sizes))
-    return result
+    framework = load_framework(library)
+    with tempfile.TemporaryDirectory(prefix="stackwars-peak-") as scratch:
+        # x64: float64 is measured too (JAX computes float32 without it).
+        settings = RunSettings(device="cpu", x64=True, cache_dir=scratch)
+        os.environ.update(framework.environment(settings))
+        result: dict[str, Any] = {
+            "library": library,
+            "environment": {
+                **{name: os.environ.get(name) for name in ENVIRONMENT_VARIABLES},
+                **influential_environment(library),
+            },
+            "usable_cores": len(os.sched_getaffinity(0)),
+        }
+        started = recorded(partial(start_framework, framework, settings))
+        if started:  # it could not start: nothing was measured
+            return result | {"runtime": started, "gemm": dict.fromkeys(DTYPES, started)}
+        result["runtime"] = recorded(partial(runtime, framework))
+        result["gemm"] = {
+            dtype: recorded(partial(gemm, framework, dtype, sizes)) for dtype in DTYPES
+        }
+        streamed = recorded(partial(stream, framework, sizes))
+        if streamed:
+            result["stream"] = streamed
+        return result
+
+
+def answer(data: dict[str, Any]) -> dict[str, Any]:
+    """``{"library": one of LIBRARIES, "quick": tiny sizes for tests}`` -> its measurements."""
+    library, quick = data["library"], bool(data.get("quick", False))
+    if library not in LIBRARIES:
+        return {"error": f"no peak measurement for {library!r}; known: {', '.join(LIBRARIES)}"}
+    return {**measure_library(library, QUICK if quick else FULL), "quick": quick}
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m stackwars.runner.peak_worker")
-    parser.add_argument("result", type=Path, help="where to write the JSON result")
-    parser.add_argument("library", choices=LIBRARIES)
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, for tests")
-    args = parser.parse_args(argv)
-    result = measure_library(args.library, QUICK if args.quick else FULL)
-    result["quick"] = args.quick
-    write_atomically(args.result, dump(result))
-    return 0
+    return serve(argv, "peak", answer)
 
 
 if __name__ == "__main__":

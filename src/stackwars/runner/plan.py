@@ -18,14 +18,6 @@ from stackwars.runner.protocol import CellSpec
 from stackwars.suites import Suite
 from stackwars.workloads.base import Workload
 
-# Resident memory of a worker that has imported and initialised the framework, before data
-# (measured on this project's reference machine, rounded up).
-FRAMEWORK_BASELINE_BYTES = {
-    "numpy": 100 * 2**20,
-    "jax": 400 * 2**20,
-    "torch": 600 * 2**20,
-    "tensorflow": 1000 * 2**20,
-}
 MAX_SWEEP_VALUES = 10_000
 GIB = 2**30
 _RANGE = re.compile(r"^(-?[\d.e+_]+)\.\.(-?[\d.e+_]+)(?::([x+*])([\d.e+_]+))?$")
@@ -172,7 +164,7 @@ def skip_reason(spec: CellSpec) -> str:
 def prediction(spec: CellSpec) -> tuple[int, str]:
     """Predicted peak resident bytes of a cell's worker, and how they add up."""
     workload = workloads.get(spec.workload)
-    baseline = FRAMEWORK_BASELINE_BYTES[spec.framework]
+    baseline = FRAMEWORKS[spec.framework].baseline_bytes
     if workload.memory_for is not None:
         need, detail = workload.memory_for(spec.params, spec.framework)
     else:

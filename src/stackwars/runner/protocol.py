@@ -1,28 +1,19 @@
-"""The worker protocol: what the parent hands a worker, and where the worker answers.
+"""What the parent asks of a timing (or IR) worker: the cell and how to measure it.
 
-The parent writes a :class:`Request` as JSON to a file and starts
-``python -m stackwars.runner.worker REQUEST RESULT``. The worker writes one result cell
-(``results.schema.Cell``) as JSON to RESULT, atomically, and exits 0 -- also when the work
-failed, since failures are data. Anything else (no RESULT, a signal, a non-zero exit) is
-judged by the parent from the exit status and the tail of the worker's output.
-
-History of PROTOCOL_VERSION:
-
-* 1 (2026-11-22): first version.
+The envelope around it, its version and how the child is started are ``runner/child.py``'s.
+The timing worker answers with one result cell (``results.schema.Cell``) -- also when the work
+failed, since failures are data.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from stackwars.frameworks.base import RunSettings
 from stackwars.results.schema import cell_key
 from stackwars.timing.timer import TimingConfig
-
-PROTOCOL_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -60,19 +51,16 @@ class Request:
     timing: TimingConfig
     seed: int = 0
     workload_files: list[str] = field(default_factory=list)
-    version: int = PROTOCOL_VERSION
 
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self))
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, text: str) -> Request:
-        data = json.loads(text)
+    def from_dict(cls, data: dict[str, Any]) -> Request:
         return cls(
             cell=CellSpec(**data["cell"]),
             settings=RunSettings(**data["settings"]),
             timing=TimingConfig(**data["timing"]),
             seed=data["seed"],
             workload_files=data["workload_files"],
-            version=data["version"],
         )

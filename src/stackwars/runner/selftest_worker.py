@@ -9,10 +9,11 @@ they found), ``unsupported`` (the framework cannot be imported) or ``error``/``o
 
 The timing protocol (``timing/timer.py``) times a block of calls and one ``sync`` of the last
 output, which is right only if ``sync`` really waits and the device runs calls in order. The
-work here is a chain of ``x = tanh(x @ w)``: each call needs the previous one's output, so the
-last output being ready means every call is done. It is timed two ways, on a size where one
-call takes at least ``MIN_CALL_S``: ``CHAIN`` calls each synchronised, and ``CHAIN`` calls
-with one sync at the end (the protocol's block). Three checks:
+work here is a chain of ``x = tanh(x @ w)`` (``Framework.selftest_step``, in the framework's own
+operations): each call needs the previous one's output, so the last output being ready means
+every call is done. It is timed two ways, on a size where one call takes at least
+``MIN_CALL_S``: ``CHAIN`` calls each synchronised, and ``CHAIN`` calls with one sync at the end
+(the protocol's block). Three checks:
 
 * physical: a synchronised call cannot beat a generous bound on the device's FLOP rate; a
   sync that does not wait times only the dispatch and yields an impossible rate;
@@ -25,19 +26,18 @@ with one sync at the end (the protocol's block). Three checks:
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from stackwars.frameworks import FRAMEWORKS, load_framework
 from stackwars.frameworks.base import Framework, RunSettings, split_device
-from stackwars.results.jsonio import dump, write_atomically
+from stackwars.results.selftest import Check
+from stackwars.runner.child import serve
 from stackwars.runner.worker import classify, home_environment
 
 FIRST_N = 256
@@ -77,60 +77,6 @@ ACCELERATOR_FLOPS_LIMIT = 5e15
 # A gain above 1 keeps the chained values away from 0 (and from slow subnormals) while tanh
 # keeps them bounded, however long the chain.
 GAIN = 2.0
-
-
-@dataclass
-class Check:
-    """One check's outcome: passed is None when it does not apply to the stack."""
-
-    name: str
-    passed: bool | None
-    numbers: dict[str, float]
-    message: str
-
-
-def _numpy_step() -> Callable[..., Any]:
-    import numpy as np
-
-    def step(x: Any, w: Any) -> Any:
-        return np.tanh(x @ w)
-
-    return step
-
-
-def _jax_step() -> Callable[..., Any]:
-    import jax.numpy as jnp
-
-    def step(x: Any, w: Any) -> Any:
-        return jnp.tanh(x @ w)
-
-    return step
-
-
-def _torch_step() -> Callable[..., Any]:
-    import torch
-
-    def step(x: Any, w: Any) -> Any:
-        return torch.tanh(x @ w)
-
-    return step
-
-
-def _tensorflow_step() -> Callable[..., Any]:
-    import tensorflow as tf
-
-    def step(x: Any, w: Any) -> Any:
-        return tf.tanh(x @ w)
-
-    return step
-
-
-STEPS: dict[str, Callable[[], Callable[..., Any]]] = {
-    "numpy": _numpy_step,
-    "jax": _jax_step,
-    "torch": _torch_step,
-    "tensorflow": _tensorflow_step,
-}
 
 
 def flops_limit(device: str) -> float:
@@ -273,7 +219,7 @@ class Timings:
 
 def run_checks(framework: Framework, mode: str, device: str, *, max_n: int = MAX_N) -> list[Check]:
     """The three checks on a framework after ``init``; ``max_n`` bounds the calibration."""
-    step = framework.prepare(STEPS[framework.name](), mode)
+    step = framework.prepare(framework.selftest_step(), mode)
     chain = calibrate(framework, step, max_n)
     timings = Timings()
     timings.add_runs(chain)
@@ -321,15 +267,7 @@ def run_request(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print(
-            "usage: python -m stackwars.runner.selftest_worker REQUEST.json RESULT.json",
-            file=sys.stderr,
-        )
-        return 2
-    request = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    write_atomically(Path(argv[1]), dump(run_request(request)))
-    return 0
+    return serve(argv, "selftest", run_request)
 
 
 if __name__ == "__main__":

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from stackwars import workloads
-from stackwars.frameworks import FRAMEWORKS, load_framework
+from stackwars.frameworks import FRAMEWORKS, influential_environment, load_framework
 from stackwars.frameworks.base import Framework, RunSettings
-from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Steady, WorkCounts
+from stackwars.runner.child import serve
 from stackwars.runner.protocol import Request
 from stackwars.timing.quality import measurement_warnings
 from stackwars.timing.timer import Measurement, Timer
-from stackwars.workloads.base import Bound
+from stackwars.workloads.base import Bound, Stateful
 
 TRACEBACK_LINES = 25
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "OutOfMemoryError", "ResourceExhausted")
@@ -55,6 +55,27 @@ def home_environment(settings: RunSettings) -> dict[str, str]:
         (folder / "tmp").mkdir(parents=True, exist_ok=True)
         environment["TMPDIR"] = str(folder / "tmp")
     return environment
+
+
+def inherited_environment(framework: str, pinned: dict[str, str]) -> dict[str, str]:
+    """The user's environment variables that this stack reads and does not pin itself."""
+    return {
+        name: value
+        for name, value in influential_environment(framework).items()
+        if name not in pinned
+    }
+
+
+def blas_libraries() -> list[dict[str, Any]]:
+    """The BLAS and OpenMP libraries loaded in this process, with their threads and the kernel
+    each selected (threadpoolctl). XLA (jax, tensorflow) has its own kernels, not listed."""
+    from threadpoolctl import threadpool_info
+
+    keys = ("user_api", "internal_api", "version", "num_threads", "threading_layer")
+    return [
+        {key: library.get(key) for key in (*keys, "architecture", "prefix")}
+        for library in threadpool_info()
+    ]
 
 
 def timed(action: Callable[[], Any]) -> tuple[Any, float]:
@@ -112,6 +133,7 @@ class CellRun:
             )
         framework = load_framework(spec.framework, spec.mode)
         environment = {**home_environment(settings), **framework.environment(settings)}
+        inherited = inherited_environment(spec.framework, environment)
         os.environ.update(environment)
         # tempfile caches the temporary folder; make it see a TMPDIR set just now.
         tempfile.tempdir = None
@@ -124,6 +146,8 @@ class CellRun:
         effective, times.init_s = timed(lambda: framework.init(settings))
         self.cell.settings = {
             "environment": environment,
+            "inherited_environment": inherited,
+            "blas": blas_libraries(),
             "framework": {**effective, **framework.runtime_settings()},
             "run": vars(settings),
             "timing": vars(self.request.timing),
@@ -144,7 +168,7 @@ class CellRun:
         A stateful workload places its state itself (a model's weights go straight into the
         framework's own objects), so its transfer time is part of its setup time."""
         mode, times = self.request.cell.mode, self.cell.times
-        if not hasattr(built, "bind"):
+        if not isinstance(built, Stateful):
             arrays, times.transfer_s = timed(lambda: framework.to_device(inputs))
             fn, times.setup_s = timed(lambda: framework.prepare(built, mode))
             return fn, arrays, None
@@ -259,16 +283,15 @@ class CellRun:
         self.cell.status = "ok"
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m stackwars.runner.worker REQUEST.json RESULT.json", file=sys.stderr)
-        return 2
-    request = Request.from_json(Path(argv[0]).read_text(encoding="utf-8"))
+def measure(data: dict[str, Any]) -> dict[str, Any]:
+    request = Request.from_dict(data)
     for path in request.workload_files:
         workloads.load_workload_file(path)
-    cell = CellRun(request).run()
-    write_atomically(Path(argv[1]), dump(cell.to_dict()))
-    return 0
+    return CellRun(request).run().to_dict()
+
+
+def main(argv: list[str]) -> int:
+    return serve(argv, "timing", measure)
 
 
 if __name__ == "__main__":

@@ -14,19 +14,20 @@ registered workload by ``tests/test_workload_contract.py``):
   computation needs beyond the framework's own footprint, used to refuse cells that cannot fit.
 * ``tiny`` are parameters small enough for tests.
 
-Stateful workloads (the end-to-end models) differ in two ways. A builder may return an object
-with ``bind(arrays, mode) -> Bound``: it loads the arrays that are state (weights, optimizer
-state) into the framework's own objects once, outside timing, and says which function to time
-on which arguments, how to restore the state before the parity call, and which arrays parity
-compares. And ``reference`` may return ``None``: no single process can compute the reference
-(a train step: NumPy has no autodiff), so the parent compares the stacks with each other.
+Stateful workloads (the end-to-end models) differ in two ways. A builder may return a
+:class:`Stateful`, whose ``bind(inputs, to_device, mode) -> Bound`` loads the arrays that are
+state (weights, optimizer state) into the framework's own objects once, outside timing, and
+says which function to time on which arguments, how to restore the state before the parity
+call, and which arrays parity compares. And ``reference`` may return ``None``: no single
+process can compute the reference (a train step: NumPy has no autodiff), so the parent
+compares the stacks with each other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from stackwars.errors import ParameterError
 
@@ -52,6 +53,21 @@ class Bound:
     computed_dtype: str
     # Puts the state back as bind left it, so that the parity call repeats the first step.
     reset: Callable[[], None] = lambda: None
+
+
+@runtime_checkable
+class Stateful(Protocol):
+    """What a stateful workload's builder returns (see the module docstring)."""
+
+    def bind(
+        self,
+        inputs: tuple[Any, ...],
+        to_device: Callable[[Sequence[Any]], tuple[Any, ...]],
+        mode: str,
+    ) -> Bound:
+        """Load ``inputs`` (``to_device`` places arrays on the cell's device) into the
+        framework's own objects, once, outside timing, and say what to time."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -131,6 +147,9 @@ class Workload:
     unsupported: Callable[[Mapping[str, Any], str, str], str] = lambda params, fw, mode: ""
     # A line for 'stackwars list workloads' (the models show their parameter counts).
     summary: Callable[[], str] = lambda: ""
+    # Defaults that depend on the values given (a model's scale=tiny brings sizes that fit the
+    # tiny model): given values -> defaults to use instead of the parameters' own.
+    defaults_given: Callable[[Mapping[str, Any]], Params] = lambda given: {}
 
     def param(self, name: str) -> Param:
         for param in self.params:
@@ -145,10 +164,11 @@ class Workload:
         return {param.name: param.default for param in self.params}
 
     def resolve(self, given: Mapping[str, ParamValue]) -> Params:
-        """Defaults overlaid with ``given``; unknown names are refused."""
+        """Defaults (adjusted to ``given`` by ``defaults_given``) overlaid with ``given``;
+        unknown names are refused."""
         for name in given:
             self.param(name)
-        return {**self.defaults(), **given}
+        return {**self.defaults(), **self.defaults_given(given), **given}
 
     def tolerance(self, params: Mapping[str, Any], computed_dtype: str, scale: float) -> Tolerance:
         """Tolerance for a result computed in ``computed_dtype``; ``scale`` is the RMS of the

@@ -13,10 +13,12 @@ no bfloat16, so each stack casts on its device, outside timing.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stackwars import frameworks
 from stackwars.errors import ParameterError
 from stackwars.workloads.base import DTYPE_BYTES, Bound, Param, Work, Workload
 from stackwars.workloads.models import memory
@@ -25,7 +27,6 @@ from stackwars.workloads.models.spec import Config, ModelSpec, count
 ToDevice = Callable[[Sequence[Any]], tuple[Any, ...]]
 TASKS = ("infer", "train")
 DTYPES = ("float32", "bfloat16")
-FRAMEWORKS = ("numpy", "jax", "torch", "tensorflow")
 SEED_001_BATCH = 2
 SEED_001_SEQ = 64
 # Bytes a train step moves per parameter, in parameter-sized units: weights read by the forward
@@ -103,13 +104,12 @@ class ModelCell:
     def bind(self, inputs: tuple[Any, ...], to_device: ToDevice, mode: str) -> Bound:
         """Load the host ``inputs`` into the framework (``to_device`` places arrays on the
         cell's device) and say what to time; see ``Bound``."""
-        runner = importlib.import_module(f"stackwars.workloads.models.run_{self.framework}")
+        runner = importlib.import_module(f"{__package__}.run_{self.framework}")
         return runner.bind(self, inputs, to_device, mode)
 
     def family_module(self) -> Any:
         """The family's implementation for this cell's framework (imports the framework)."""
-        suffix = {"tensorflow": "tf"}.get(self.framework, self.framework)
-        return importlib.import_module(f"stackwars.workloads.models.{self.spec.family}_{suffix}")
+        return importlib.import_module(f"{__package__}.{self.spec.family}_{self.framework}")
 
 
 def _params(spec: ModelSpec) -> tuple[Param, ...]:
@@ -224,6 +224,16 @@ def unsupported_reason(params: Mapping[str, Any], framework: str, mode: str) -> 
     return ""
 
 
+def model_frameworks() -> tuple[str, ...]:
+    """The registered frameworks that run models: those with a ``run_<framework>.py`` here
+    (found without importing it, nor its framework)."""
+    return tuple(
+        name
+        for name in frameworks.FRAMEWORKS
+        if importlib.util.find_spec(f"{__package__}.run_{name}") is not None
+    )
+
+
 def _builder(spec: ModelSpec, framework: str) -> Any:
     return lambda params: ModelCell(spec, params, framework)
 
@@ -234,6 +244,7 @@ def _summary(spec: ModelSpec) -> str:
 
 
 def as_workload(spec: ModelSpec) -> Workload:
+    runners = model_frameworks()
     tiny: dict[str, Any] = {"scale": "tiny", "task": "infer", "batch": 2, "dtype": "float32"}
     if spec.inputs == "tokens":
         tiny["seq"] = 8
@@ -247,11 +258,19 @@ def as_workload(spec: ModelSpec) -> Workload:
         reference=lambda params, inputs: _reference(spec, params, inputs),
         control=lambda params, inputs: _control(spec, params, inputs),
         work=lambda params: _work(spec, params),
-        memory_bytes=lambda params: _memory_for(spec, params, "jax")[0],
-        implementations={fw: _builder(spec, fw) for fw in FRAMEWORKS},
+        # Without a framework: the largest of the frameworks' predictions.
+        memory_bytes=lambda params: max(_memory_for(spec, params, fw)[0] for fw in runners),
+        implementations={fw: _builder(spec, fw) for fw in runners},
         tiny=tiny,
         error_growth=lambda params: _error_growth(spec, params),
         memory_for=lambda params, framework: _memory_for(spec, params, framework),
         unsupported=unsupported_reason,
         summary=lambda: _summary(spec),
+        defaults_given=lambda given: _tiny_defaults(tiny, given),
     )
+
+
+def _tiny_defaults(tiny: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """At scale=tiny, the test-size values for what was not given: the published sizes (seq
+    64) do not fit a tiny model (32 positions)."""
+    return dict(tiny) if given.get("scale") == "tiny" else {}

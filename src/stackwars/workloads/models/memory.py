@@ -1,19 +1,22 @@
 """Predicting a model cell's peak memory before any worker starts.
 
 The prediction adds named terms, each an element count times its element size, so that an
-``oom`` cell says what would not fit and why. Its assumptions, per framework, are the ones the
-worker's code makes true:
+``oom`` cell says what would not fit and why. Its assumptions are the ones the worker's code
+makes true; what differs between frameworks is declared by each one's ``ModelMemory``
+(``FrameworkInfo.model_memory``, see ``frameworks/base.py``), never by its name here:
 
 * the host holds the canonical weights in float32 (float64 for float64 cells) for the whole
   cell: they seed every stack and the reference reads them;
-* the device copy made by ``to_device``: none for numpy, for torch on CPU (``as_tensor``
-  shares host memory) and for tensorflow (Keras variables are assigned from the host arrays),
-  a full copy for jax;
-* the model's own parameters in the cell's dtype: torch's module and Keras's variables are
-  copies; jax's parameters are the device copy itself in float32, a cast copy in bfloat16;
-* training adds gradients and AdamW's two moments, all in the parameters' dtype; jax's pure
-  train step also returns new parameters and new moments (no buffer donation: the same
-  arguments are reused by every timed call);
+* the device copy made by ``to_device``: a full copy when the model computes with it
+  (``weights == "device copy"``: jax), none otherwise (numpy reads the host arrays; torch on
+  CPU shares host memory; Keras variables are assigned from the host arrays);
+* the model's own parameters in the cell's dtype: none when it reads the host arrays (numpy);
+  the device copy itself when it computes with it, a cast copy when the cell's dtype is not
+  the host's (jax); a full copy when the framework holds its own (torch's module, Keras's
+  variables);
+* training adds gradients and AdamW's two moments, all in the parameters' dtype; a functional
+  train step (``functional_train_step``: jax) also returns new parameters and new moments (no
+  buffer donation: the same arguments are reused by every timed call);
 * activations: what the spec says a forward keeps for its backward and holds at once;
 * inference's float64 NumPy reference converts one weight at a time and holds its own
   activations in float64.
@@ -25,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stackwars.frameworks import FRAMEWORKS
+from stackwars.frameworks.base import ModelMemory
 from stackwars.workloads.base import DTYPE_BYTES
 from stackwars.workloads.models.spec import Config, ModelSpec, count
 
@@ -44,14 +49,22 @@ class Prediction:
         return f"{self.total / GIB:.2f} GiB = " + " + ".join(parts) + " GiB"
 
 
-def _device_copy(framework: str, host_bytes: int) -> int:
-    return host_bytes if framework == "jax" else 0
+def model_memory(framework: str) -> ModelMemory:
+    """How ``framework``'s model runner holds a model (from the registry)."""
+    held = FRAMEWORKS[framework].model_memory
+    if held is None:
+        raise ValueError(f"{framework} has no model runner (workloads/models/run_{framework}.py)")
+    return held
 
 
-def _model_copy(framework: str, dtype: str, elements: int, host_dtype: str) -> int:
-    if framework == "numpy":
+def _device_copy(held: ModelMemory, host_bytes: int) -> int:
+    return host_bytes if held.weights == "device copy" else 0
+
+
+def _model_copy(held: ModelMemory, dtype: str, elements: int, host_dtype: str) -> int:
+    if held.weights == "host":
         return 0
-    if framework == "jax" and dtype == host_dtype:
+    if held.weights == "device copy" and dtype == host_dtype:
         return 0
     return elements * DTYPE_BYTES[dtype]
 
@@ -60,6 +73,7 @@ def predict(
     spec: ModelSpec, config: Config, params: Mapping[str, Any], framework: str
 ) -> Prediction:
     """Peak bytes of one cell beyond the framework's own footprint (see the module docstring)."""
+    held = model_memory(framework)
     dtype, train = str(params["dtype"]), params["task"] == "train"
     host_dtype = "float64" if dtype == "float64" else "float32"
     n_params = count(spec.layout(config))
@@ -69,11 +83,11 @@ def predict(
     acts = spec.activations(config, int(params["batch"]), int(params.get("seq", 0)))
     terms = {
         "host weights": host,
-        "device copy": _device_copy(framework, host),
-        "model weights": _model_copy(framework, dtype, n_state, host_dtype),
+        "device copy": _device_copy(held, host),
+        "model weights": _model_copy(held, dtype, n_state, host_dtype),
     }
     if train:
-        functional_copies = 3 * n_params * item if framework == "jax" else 0
+        functional_copies = 3 * n_params * item if held.functional_train_step else 0
         terms["gradients"] = n_params * item
         terms["AdamW moments"] = 2 * n_params * item
         terms["new weights and moments"] = functional_copies

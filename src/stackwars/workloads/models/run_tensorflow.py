@@ -34,6 +34,11 @@ def _host(tensor: Any) -> np.ndarray:
 
 def bind(cell: ModelCell, inputs: tuple[Any, ...], to_device: ToDevice, mode: str) -> Bound:
     del mode  # tf.function and XLA are applied by the framework
+    if keras.backend.backend() != "tensorflow":
+        raise RuntimeError(
+            f"Keras runs on {keras.backend.backend()!r}, not tensorflow: KERAS_BACKEND must be "
+            "set to 'tensorflow' before keras is imported (the tensorflow framework sets it)"
+        )
     family = cell.family_module()
     weights, buffers, rest = cell.split(inputs)
     # Keras assigns its variables from the host arrays: no third copy of the weights.

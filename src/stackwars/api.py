@@ -1,0 +1,489 @@
+"""The service layer: everything stackwars does, with typed options, returning data.
+
+The command line (``commands/``) turns arguments into these options, calls one function here
+and renders what comes back (``report/``); notebooks and other tools call the same functions
+(``stackwars.run`` is :func:`run`). Nothing here prints: progress goes to the ``Reporter``
+given, and every failure a user can cause is a :class:`stackwars.errors.UsageError` that says
+how to fix it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stackwars import workloads
+from stackwars.config import RunOptions, default_memory_budget, parse_device, parse_size
+from stackwars.errors import ParameterError, UsageError
+from stackwars.frameworks import (
+    FRAMEWORKS,
+    Stack,
+    all_stacks,
+    influential_environment,
+    missing_reason,
+    parse_stack,
+    parse_stacks,
+    stack_missing_reason,
+)
+from stackwars.frameworks.base import split_device
+from stackwars.ir.capture import stages
+from stackwars.report.comparison import ComparisonRow, compare_runs, compare_stacks
+from stackwars.results import metadata, store
+from stackwars.results.maxbatch import MaxBatch
+from stackwars.results.peak import Peak, load_peak, save_peak, stale_reason
+from stackwars.results.run import Run, new_run_id, now, owner_alive, this_process
+from stackwars.results.schema import Cell
+from stackwars.results.selftest import StackResult
+from stackwars.runner import maxbatch, plan, session
+from stackwars.runner.child import Limits, run_child
+from stackwars.runner.peak import measure_peak
+from stackwars.runner.protocol import CellSpec
+from stackwars.suites import get_suite
+from stackwars.timing.timer import TimingConfig
+
+IR_TIMEOUT_S = 600.0
+# A stack takes seconds; torch.compile's cold compiles make it about half a minute on 2 cores.
+SELFTEST_TIMEOUT_S = 300.0
+BLAS_PROBE_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which cells: a suite (default ``quick``) or one workload, with parameter values written
+    as on the command line (``"n=256,1024"``, ``"n=64..4096:x2"``), stacks as a comma list
+    (``"numpy,jax:jit"``; None: every stack), the device, and whether results go to host."""
+
+    suite: str | None = None
+    workload: str | None = None
+    params: tuple[str, ...] = ()
+    stacks: str | None = None
+    device: str = "cpu"
+    to_host: bool = False
+    workload_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Measure:
+    """How to measure: limits, timing budgets and fairness settings; None: the defaults."""
+
+    timeout_s: float | None = None
+    memory_budget: str | None = None  # "8GiB"; None: 75 % of the memory available now
+    target_ci_pct: float | None = None
+    budget_s: float | None = None
+    cache: str = "cold"
+    threads: int | None = None
+    x64: str = "auto"
+    force: bool = False
+    seed: int = 0
+    repeat: int = 1
+    order_seed: int = 0
+
+
+@dataclass
+class PlannedRun:
+    """A run ready to execute: its record (already holding any finished cells), the cells
+    still to run with their skip reasons, and the options they run with."""
+
+    record: Run
+    cells: list[plan.PlannedCell]
+    options: RunOptions
+    warnings: list[str] = field(default_factory=list)
+
+
+def open_store(db: str | None = None, must_exist: bool = False) -> store.Store:
+    """The results store at ``db``, else ``$STACKWARS_DB``, else ``./stackwars.sqlite``."""
+    path = store.default_path(db)
+    return store.Store.existing(path) if must_exist else store.Store(path)
+
+
+def choose_cells(selection: Selection) -> tuple[list[CellSpec], dict[str, float]]:
+    """The cells asked for, and the suite's timing overrides (none for a single workload)."""
+    if selection.suite and selection.workload:
+        raise UsageError("choose a suite or a workload, not both")
+    for path in selection.workload_files:
+        workloads.load_workload_file(path)
+    device = parse_device(selection.device)
+    stacks = parse_stacks(selection.stacks) if selection.stacks else None
+    if selection.workload:
+        workload = workloads.get(selection.workload)
+        values = plan.parse_param_args(workload, selection.params)
+        cells = plan.cells_for(workload, values, stacks or all_stacks(), device)
+        overrides: dict[str, float] = {}
+    else:
+        suite = get_suite(selection.suite or "quick")
+        values = plan.suite_param_args(suite, selection.params)
+        cells, overrides = plan.suite_cells(suite, stacks, device, values), suite.timing
+    if selection.to_host:
+        cells = [dataclasses.replace(cell, to_host=True) for cell in cells]
+    if not cells:
+        raise UsageError("nothing to run: the stacks chosen do not meet the suite's stacks")
+    return cells, overrides
+
+
+def run_options(
+    measure: Measure, device: str, overrides: Mapping[str, float], workload_files: Sequence[str]
+) -> RunOptions:
+    """Checked options of a run; a bad value is refused with what is allowed."""
+    if measure.timeout_s is not None and measure.timeout_s <= 0:
+        raise UsageError(f"--timeout {measure.timeout_s} must be a positive number of seconds")
+    if measure.threads is not None and measure.threads < 1:
+        raise UsageError(f"--threads {measure.threads} must be at least 1")
+    budget = parse_size(measure.memory_budget) if measure.memory_budget else None
+    return RunOptions(
+        device=parse_device(device),
+        timeout_s=measure.timeout_s or RunOptions.timeout_s,
+        memory_budget=budget or default_memory_budget(),
+        cache=measure.cache,
+        threads=measure.threads,
+        x64=measure.x64,
+        seed=measure.seed,
+        timing=_timing(measure, overrides),
+        workload_files=tuple(str(Path(p).resolve()) for p in workload_files),
+        force=measure.force,
+    )
+
+
+def _timing(measure: Measure, overrides: Mapping[str, float]) -> TimingConfig:
+    values: dict[str, Any] = dict(overrides)
+    if measure.target_ci_pct is not None:
+        if not 0 < measure.target_ci_pct < 100:
+            raise UsageError(
+                f"--target-ci {measure.target_ci_pct} must be a percentage in (0, 100)"
+            )
+        values["target_rel_ci"] = measure.target_ci_pct / 100
+    if measure.budget_s is not None:
+        if measure.budget_s <= 0:
+            raise UsageError(f"--budget {measure.budget_s} must be a positive number of seconds")
+        values["steady_budget_s"] = measure.budget_s
+    return dataclasses.replace(TimingConfig(), **values)
+
+
+def plan_run(selection: Selection, measure: Measure, argv: Sequence[str] = ()) -> PlannedRun:
+    """A new run of the cells selected, planned (nothing measured yet)."""
+    chosen, overrides = choose_cells(selection)
+    options = run_options(measure, selection.device, overrides, selection.workload_files)
+    cells = plan.schedule(chosen, measure.repeat, measure.order_seed)
+    record = Run(
+        id=new_run_id(),
+        started=now(),
+        machine={
+            **metadata.machine_info(),
+            "blas_env": metadata.blas_environment(),
+            "influential_environment": influential_environment(),
+        },
+        versions=metadata.framework_versions(),
+        argv=list(argv),
+        options=options.to_dict(),
+        planned=[dataclasses.asdict(cell) for cell in cells],
+    )
+    planned = plan.plan(cells, options.memory_budget, options.force)
+    return PlannedRun(record, planned, options, machine_warnings(record.machine))
+
+
+def max_batches(selection: Selection, measure: Measure) -> tuple[list[MaxBatch], int]:
+    """For each selected cell with a batch parameter, the largest batch predicted to fit the
+    memory budget, and the budget (nothing runs)."""
+    chosen, overrides = choose_cells(selection)
+    options = run_options(measure, selection.device, overrides, selection.workload_files)
+    return maxbatch.max_batches(chosen, options.memory_budget), options.memory_budget
+
+
+def plan_resume(results: store.Store, run_id: str) -> PlannedRun:
+    """A stored run that did not finish (interrupted, abandoned), with what it still needs."""
+    record = results.load_run(run_id)
+    if not record.planned:
+        raise UsageError(f"run {record.id} stored no plan to resume; start a new run")
+    if record.status == "running" and owner_alive(record.owner):
+        raise UsageError(
+            f"run {record.id} is still running (process {record.owner['pid']} on this host); "
+            "wait for it to end, or stop it, before resuming"
+        )
+    record.owner = this_process()
+    options = RunOptions.from_dict(record.options)
+    for path in options.workload_files:
+        workloads.load_workload_file(path)
+    done = {(cell.key(), cell.repeat) for cell in record.cells}
+    cells = [CellSpec(**spec) for spec in record.planned]
+    remaining = [cell for cell in cells if (cell.key(), cell.repeat) not in done]
+    record.status, record.finished = "running", None
+    planned = plan.plan(remaining, options.memory_budget, options.force)
+    return PlannedRun(record, planned, options, machine_warnings(record.machine))
+
+
+def execute(
+    planned: PlannedRun,
+    results: store.Store,
+    reporter: session.Reporter,
+    json_path: Path | None = None,
+) -> Run:
+    """Run the planned cells, storing each the moment it ends (and rewriting ``json_path``);
+    the run is stored as interrupted when Ctrl-C stops it."""
+    record = planned.record
+    sinks: list[session.Sink] = [results.add_cell]
+    if json_path:
+        sinks.append(lambda current, _cell: current.write_json(json_path))
+    results.begin_run(record)
+    try:
+        session.execute(planned.cells, planned.options, record, sinks, reporter)
+    finally:
+        results.finish_run(record)
+        if json_path:
+            record.write_json(json_path)
+    return record
+
+
+def run(
+    workload: str | None = None,
+    *,
+    suite: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    stacks: str | Sequence[str] | None = None,
+    db: str | None = None,
+    workload_files: Sequence[str] = (),
+    reporter: session.Reporter | None = None,
+    **measure: Any,
+) -> Run:
+    """Measure cells from Python and return the run (stored like any other).
+
+    ``params`` maps a parameter to a value or a list of values (one cell each); ``stacks`` is
+    a comma list or a list of stack names; ``workload_files`` register more workloads;
+    ``measure`` takes :class:`Measure`'s fields (``budget_s=0.5``, ``repeat=3``...); the store
+    is ``db``, else ``$STACKWARS_DB``, else ``./stackwars.sqlite``. Example::
+
+        run("gemm", params={"n": [256, 1024]}, stacks="numpy,jax:jit")
+    """
+    texts = tuple(f"{name}={_value_text(value)}" for name, value in (params or {}).items())
+    stack_text = stacks if isinstance(stacks, str) or stacks is None else ",".join(stacks)
+    selection = Selection(
+        suite=suite,
+        workload=workload,
+        params=texts,
+        stacks=stack_text,
+        workload_files=tuple(workload_files),
+    )
+    planned = plan_run(selection, Measure(**measure), argv=["stackwars.run"])
+    return execute(planned, open_store(db), reporter or _Silent())
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return str(value)
+    return ",".join(map(str, value))
+
+
+class _Silent:
+    def start_cell(self, label: str) -> None:
+        del label
+
+    def end_cell(self, cell: Cell) -> None:
+        del cell
+
+
+def machine_warnings(machine: Mapping[str, Any]) -> list[str]:
+    """Machine settings that make every number of the run less stable, with the fix."""
+    warnings = []
+    governor = machine.get("governor")
+    if governor not in (None, "performance"):
+        warnings.append(
+            f"the CPU frequency governor is {governor!r}: clock speed follows load, so times "
+            "vary; for stable numbers set it to 'performance' (cpupower frequency-set -g "
+            "performance)"
+        )
+    warnings.extend(_environment_warnings(machine))
+    load = machine.get("load_average")
+    if load and load[0] > 0.5:
+        warnings.append(
+            f"the 1-minute load average is {load[0]:.2f} before the run started: other work "
+            "shares the machine (each cell reports what it saw as background_cores)"
+        )
+    return warnings
+
+
+def _environment_warnings(machine: Mapping[str, Any]) -> list[str]:
+    warnings = []
+    kernel_choice = {
+        name: value
+        for name, value in machine.get("blas_env", {}).items()
+        if name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") and value is not None
+    }
+    if kernel_choice:
+        settings = ", ".join(f"{name}={value}" for name, value in kernel_choice.items())
+        warnings.append(
+            f"{settings} is set: OpenBLAS (numpy's BLAS, and torch's on CPU) runs the kernels "
+            "of that core type instead of the ones it would pick for this CPU, which can halve "
+            "NumPy's GEMM; each cell records the kernel it ran (settings.blas). To measure the "
+            "library's own choice, unset both for this command"
+        )
+    inherited = machine.get("influential_environment", {})
+    if inherited:
+        settings = ", ".join(f"{name}={value}" for name, value in inherited.items())
+        warnings.append(
+            f"your environment sets {settings}: every stack that reads them and does not pin "
+            "them runs with them (each cell records them in settings.inherited_environment)"
+        )
+    return warnings
+
+
+def usable_peak(machine: Mapping[str, Any]) -> tuple[Peak | None, str]:
+    """The stored peak when it describes this machine, else None and why (empty when there
+    is none at all)."""
+    peak = load_peak()
+    if peak is None:
+        return None, ""
+    stale = stale_reason(peak, dict(machine))
+    return (None, stale) if stale else (peak, "")
+
+
+def measure_and_store_peak(quick: bool = False) -> tuple[Peak, Path]:
+    """Measure this machine's peak (~4 minutes; ``quick``: seconds, not a peak) and store it
+    where tables find it."""
+    peak = measure_peak(quick)
+    return peak, save_peak(peak)
+
+
+def threshold(percent: float) -> float:
+    """A --threshold percentage as a fraction, checked."""
+    if not 0 <= percent < 100:
+        raise UsageError(f"--threshold {percent} must be a percentage in [0, 100)")
+    return percent / 100
+
+
+def compare(
+    run_a: str, run_b: str, threshold_pct: float = 5.0, db: str | None = None
+) -> tuple[Run, Run, list[ComparisonRow]]:
+    """The cells two stored runs share: ratio, interval, rank test and verdict for each."""
+    results = open_store(db, must_exist=True)
+    baseline, candidate = results.load_run(run_a), results.load_run(run_b)
+    return (
+        baseline,
+        candidate,
+        compare_runs(baseline.cells, candidate.cells, threshold(threshold_pct)),
+    )
+
+
+def compare_with_stack(record: Run, baseline: str, threshold_pct: float) -> list[ComparisonRow]:
+    """Every stack of a run against one of its stacks."""
+    rows = compare_stacks(record.cells, baseline, threshold(threshold_pct))
+    if not rows:
+        raise UsageError(f"stack {baseline!r} has no cells in run {record.id}")
+    return rows
+
+
+def history(
+    workload: str, stack: str, params: Sequence[str] = (), db: str | None = None
+) -> list[tuple[str, str, Cell]]:
+    """(run id, run start, cell) of every stored cell of a workload on a stack, oldest first,
+    keeping those whose parameters match ``params`` (``"n=1024"``)."""
+    name = str(parse_stack(stack))
+    wanted = dict(_param_filter(text) for text in params)
+    rows = open_store(db, must_exist=True).cells_of(workload, name)
+    rows = [row for row in rows if all(str(row[2].params.get(k)) == v for k, v in wanted.items())]
+    if not rows:
+        given = f" with {', '.join(params)}" if params else ""
+        raise UsageError(f"no stored results of {workload} on {name}{given}; see 'stackwars runs'")
+    return rows
+
+
+def _param_filter(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise ParameterError(f"--param {text!r} is not KEY=VALUE; example: --param n=1024")
+    return name.strip(), value.strip()
+
+
+def ir_cells(selection: Selection, diff: Sequence[str] = ()) -> list[CellSpec]:
+    """One cell per stack for IR capture; ``diff`` names two of the stacks to compare."""
+    for path in selection.workload_files:
+        workloads.load_workload_file(path)
+    workload = workloads.get(selection.workload or "")
+    values = plan.parse_param_args(workload, selection.params)
+    if any(len(v) > 1 for v in values.values()):
+        raise UsageError("ir captures one cell per stack: give one value per --param")
+    names = selection.stacks or ",".join(diff)
+    if not names:
+        raise UsageError("name the stacks: --stacks jax:jit,torch:xla or --diff A B")
+    stacks = parse_stacks(names)
+    for name in diff:
+        if parse_stack(name) not in stacks:
+            raise UsageError(f"--diff {name} must be one of --stacks")
+    return plan.cells_for(workload, values, stacks, "cpu")
+
+
+def capture_stack(spec: CellSpec, options: RunOptions, out_dir: Path) -> dict[str, Any]:
+    """Run the IR worker for one stack; its index, or the reason it failed for every stage."""
+    out_dir = out_dir.resolve()  # the worker runs in its own folder
+    with tempfile.TemporaryDirectory(prefix="stackwars-ir-") as scratch:
+        request = session.request_for(spec, options, Path(scratch) / "cache")
+        end = run_child(
+            "stackwars.runner.ir_worker",
+            "ir",
+            {"request": request.to_dict(), "out_dir": str(out_dir)},
+            Limits(options.timeout_s, options.memory_budget),
+        )
+    if end.ok and end.result is not None:
+        return end.result
+    return {"stack": spec.stack, "stages": {}, "unavailable": {"*": end.detail}}
+
+
+def capture_run_ir(record: Run, options: RunOptions, results: store.Store) -> list[str]:
+    """Capture and store the IR of every ok cell of a run whose stack has a compiler, once
+    per cell key; one line per cell saying what was stored."""
+    seen: set[tuple[str, str, str, str, bool]] = set()
+    lines = []
+    for cell in record.cells:
+        if cell.status != "ok" or cell.key() in seen or not stages(cell.stack):
+            continue
+        seen.add(cell.key())
+        spec = CellSpec(cell.workload, cell.params, cell.stack, cell.device, cell.to_host)
+        with tempfile.TemporaryDirectory(prefix="stackwars-ir-") as scratch:
+            index = capture_stack(spec, options, Path(scratch))
+            texts = {
+                stage: (Path(scratch) / name).read_text(encoding="utf-8")
+                for stage, name in index["stages"].items()
+            }
+        results.add_captures(record, cell, texts)
+        missing = ", ".join(index["unavailable"]) or "none"
+        lines.append(f"IR of {cell.label()}: {len(texts)} stage(s) stored; missing: {missing}")
+    return lines
+
+
+def selftest_stack(stack: Stack, device: str, timeout_s: float) -> StackResult:
+    """One stack's selftest; unsupported without a worker when it cannot run here."""
+    reason = stack_missing_reason(stack.framework, stack.mode)
+    devices = FRAMEWORKS[stack.framework].devices
+    if reason is None and split_device(device)[0] not in devices:
+        reason = f"{stack.framework} runs on {', '.join(devices)}, not {device}"
+    if reason is not None:
+        return StackResult(str(stack), "unsupported", reason)
+    return run_selftest_worker(stack, device, timeout_s)
+
+
+def run_selftest_worker(stack: Stack, device: str, timeout_s: float) -> StackResult:
+    """The selftest worker's answer; a worker that does not answer becomes its status."""
+    with tempfile.TemporaryDirectory(prefix="stackwars-selftest-") as scratch:
+        request = {"stack": str(stack), "device": device, "cache_dir": f"{scratch}/cache"}
+        limits = Limits(timeout_s, default_memory_budget())
+        end = run_child("stackwars.runner.selftest_worker", "selftest", request, limits)
+    if end.ok and end.result is not None:
+        return StackResult.from_dict(end.result)
+    detail = end.detail
+    if end.status == "timeout":
+        detail = f"still running after {timeout_s:g} s; raise it with --timeout"
+    return StackResult(str(stack), end.status, detail)
+
+
+def blas_libraries() -> dict[str, list[dict[str, Any]] | str]:
+    """Per installed framework, the BLAS libraries its worker process loads (or why not)."""
+    probed: dict[str, list[dict[str, Any]] | str] = {}
+    limits = Limits(BLAS_PROBE_TIMEOUT_S, default_memory_budget())
+    for name in FRAMEWORKS:
+        if missing_reason(name) is not None:
+            continue
+        end = run_child("stackwars.runner.blas_worker", "blas", {"framework": name}, limits)
+        ok = end.ok and end.result is not None
+        probed[name] = end.result["libraries"] if ok and end.result else end.detail[-300:]
+    return probed

@@ -1,0 +1,124 @@
+"""A framework stackwars has never heard of: "fakenp", NumPy under another name, declared the
+way a new framework is (a FrameworkInfo, a Framework subclass, an implementation in a
+workload), to prove that nothing else in stackwars has to change for it.
+
+The in-process tests import this module as ``fake_framework`` and add the framework and its
+workload to the registries themselves, temporarily. Loaded as a ``--workload-file`` (by the
+parent of ``stackwars run`` and then by its worker), it adds both itself: a workload file is
+the one thing a worker loads before it looks a stack up.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from stackwars.frameworks import FRAMEWORKS
+from stackwars.frameworks.base import (
+    Framework,
+    FrameworkInfo,
+    IrCapture,
+    ModelMemory,
+    RunSettings,
+    flatten,
+)
+from stackwars.ir.capture import Captured
+from stackwars.workloads import Param, Work, Workload, register
+
+NAME = "fakenp"
+INFO = FrameworkInfo(
+    name=NAME,
+    modes=("eager", "traced"),
+    import_name="numpy",  # installed wherever stackwars is
+    extra="numpy",
+    implementation=f"{__name__}:FakeFramework",
+    baseline_bytes=123 * 2**20,
+    # The same facts as a framework that computes with the device copy of the weights and
+    # trains functionally: its model memory prediction must be that framework's.
+    model_memory=ModelMemory(weights="device copy", functional_train_step=True),
+    distributions=("numpy",),
+    ir_capture={"traced": IrCapture(stages=("source",), capturer=f"{__name__}:capture_source")},
+)
+
+
+class FakeFramework(Framework):
+    """NumPy arrays copied onto a pretend device; ``traced`` runs the function as it is."""
+
+    info = INFO
+
+    def load(self) -> None:
+        import numpy  # noqa: F401
+
+    def init(self, settings: RunSettings) -> dict[str, Any]:
+        if settings.device != "cpu":
+            raise ValueError(f"{NAME} runs on cpu only, not {settings.device}")
+        return {"device": "cpu"}
+
+    def to_device(self, arrays: Sequence[Any]) -> tuple[Any, ...]:
+        import numpy as np
+
+        return tuple(np.array(array, copy=True) for array in arrays)
+
+    def prepare(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+        if mode not in self.info.modes:
+            raise ValueError(f"{NAME} has no mode {mode!r}")
+        return fn
+
+    def sync(self, out: Any) -> None:
+        del out
+
+    def to_host(self, out: Any) -> list[Any]:
+        import numpy as np
+
+        return [np.asarray(leaf) for leaf in flatten(out)]
+
+    def selftest_step(self) -> Callable[[Any, Any], Any]:
+        import numpy as np
+
+        def step(x: Any, w: Any) -> Any:
+            return np.tanh(x @ w)
+
+        return step
+
+
+def capture_source(fn: Callable[..., Any], args: tuple[Any, ...], framework: Any) -> Captured:
+    """The "IR" of fakenp:traced: the function's source."""
+    del args, framework
+    return {"source": inspect.getsource(fn)}, {}
+
+
+def _inputs(params: Mapping[str, Any], seed: int) -> tuple[Any, ...]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = int(params["n"])
+    return rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+
+
+def _reference(params: Mapping[str, Any], inputs: tuple[Any, ...]) -> Any:
+    import numpy as np
+
+    x, y = (np.asarray(array, dtype=np.float64) for array in inputs)
+    return 2.0 * x + y
+
+
+def axpy(x: Any, y: Any) -> Any:
+    return 2.0 * x + y
+
+
+WORKLOAD = Workload(
+    name="fakenp_axpy",
+    description="2x + y, implemented for fakenp only",
+    params=(Param("n", int, 1024, "vector length", minimum=1),),
+    make_inputs=_inputs,
+    reference=_reference,
+    work=lambda params: Work(flops=2.0 * params["n"], bytes=12.0 * params["n"]),
+    memory_bytes=lambda params: 12 * int(params["n"]),
+    implementations={NAME: lambda params: axpy},
+    tiny={"n": 16},
+)
+
+if __name__ != "fake_framework":  # loaded as a --workload-file
+    FRAMEWORKS.setdefault(NAME, INFO)
+    register(WORKLOAD)

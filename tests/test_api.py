@@ -1,0 +1,53 @@
+"""The public Python API: the service the command line uses, returning data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import stackwars
+from stackwars import api
+from stackwars.errors import UsageError
+
+FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
+FAST = {"budget_s": 0.05, "workload_files": [FAULTY]}
+
+
+def test_run_returns_the_run_as_data_and_stores_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "db.sqlite")
+    run = stackwars.run("doubles", params={"size": [8, 16]}, stacks="numpy", db=db, **FAST)
+    assert [(cell.params["size"], cell.status) for cell in run.cells] == [(8, "ok"), (16, "ok")]
+    assert run.status == "complete"
+    assert all(cell.steady.median_s for cell in run.cells)
+    assert api.open_store(db).load_run("latest").id == run.id
+    frame = stackwars.results_frame(run=run.id, db=db)
+    assert list(frame["params.size"]) == [8, 16]
+
+
+def test_compare_and_history_read_the_store(tmp_path: Path) -> None:
+    db = str(tmp_path / "db.sqlite")
+    first = stackwars.run("doubles", params={"size": 8}, stacks=["numpy:eager"], db=db, **FAST)
+    second = stackwars.run("doubles", params={"size": 8}, stacks=["numpy:eager"], db=db, **FAST)
+    baseline, candidate, rows = stackwars.compare(first.id, second.id, db=db)
+    assert (baseline.id, candidate.id) == (first.id, second.id)
+    assert len(rows) == 1
+    points = stackwars.history("doubles", "numpy:eager", ["size=8"], db=db)
+    assert [run_id for run_id, _, _ in points] == [first.id, second.id]
+
+
+def test_bad_input_is_a_usage_error_that_names_the_fix(tmp_path: Path) -> None:
+    db = str(tmp_path / "db.sqlite")
+    with pytest.raises(UsageError, match="unknown stack 'numpy:fast'"):
+        stackwars.run("doubles", stacks="numpy:fast", db=db, **FAST)
+    with pytest.raises(UsageError, match="choose a suite or a workload, not both"):
+        stackwars.run("doubles", suite="quick", db=db, **FAST)
+    with pytest.raises(TypeError):
+        stackwars.run("doubles", db=db, no_such_option=1)
+    assert not Path(db).exists()
+
+
+def test_the_services_are_loaded_on_first_use() -> None:
+    assert stackwars.run is api.run
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        _ = stackwars.nope  # type: ignore[attr-defined]

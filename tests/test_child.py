@@ -1,0 +1,90 @@
+"""The one child runner: every worker speaks its envelope, refuses another protocol version
+or kind as data, and is classified by how it ended."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stackwars.runner import child
+from stackwars.runner.child import PROTOCOL_VERSION, Limits, run_child, serve
+
+LIMITS = Limits(timeout_s=60.0, memory_budget=4 * 2**30)
+
+
+def served(tmp_path: Path, envelope: dict[str, Any], kind: str) -> dict[str, Any]:
+    request, result = tmp_path / "request.json", tmp_path / "result.json"
+    request.write_text(json.dumps(envelope), encoding="utf-8")
+    assert serve([str(request), str(result)], kind, lambda data: {"doubled": 2 * data["x"]}) == 0
+    return json.loads(result.read_text(encoding="utf-8"))
+
+
+def test_a_worker_answers_its_kind_and_version(tmp_path: Path) -> None:
+    envelope = {"protocol": PROTOCOL_VERSION, "kind": "demo", "request": {"x": 21}}
+    assert served(tmp_path, envelope, "demo") == {
+        "protocol": PROTOCOL_VERSION,
+        "result": {"doubled": 42},
+    }
+
+
+def test_a_worker_refuses_another_protocol_version_as_data(tmp_path: Path) -> None:
+    envelope = {"protocol": PROTOCOL_VERSION - 1, "kind": "demo", "request": {"x": 1}}
+    answer = served(tmp_path, envelope, "demo")
+    assert "result" not in answer
+    assert answer["refused"].startswith(
+        f"protocol mismatch: the parent speaks version {PROTOCOL_VERSION - 1}"
+    )
+
+
+def test_a_worker_refuses_another_kind(tmp_path: Path) -> None:
+    envelope = {"protocol": PROTOCOL_VERSION, "kind": "timing", "request": {"x": 1}}
+    assert "this is the demo worker" in served(tmp_path, envelope, "demo")["refused"]
+
+
+def test_the_parent_turns_a_refusal_into_an_error() -> None:
+    end = run_child("stackwars.runner.blas_worker", "timing", {"framework": "numpy"}, LIMITS)
+    assert end.status == "error"
+    assert "this is the blas worker; the parent asked it for 'timing'" in end.detail
+
+
+def test_a_worker_that_answers_is_ok() -> None:
+    end = run_child("stackwars.runner.blas_worker", "blas", {"framework": "numpy"}, LIMITS)
+    assert end.ok, end.detail
+    assert end.result is not None
+    assert any(lib["internal_api"] == "openblas" for lib in end.result["libraries"])
+
+
+def test_a_worker_that_dies_without_an_answer_is_an_error_with_its_output() -> None:
+    end = run_child("stackwars.runner.blas_worker", "blas", {"framework": "nope"}, LIMITS)
+    assert end.status == "error"
+    assert "without a result" in end.detail
+    assert "KeyError: 'nope'" in end.detail
+
+
+def test_past_the_timeout_the_tree_is_killed() -> None:
+    end = run_child(
+        "stackwars.runner.blas_worker", "blas", {"framework": "torch"}, Limits(0.2, 2**40)
+    )
+    assert end.status == "timeout"
+    assert "0.2 s timeout" in end.detail
+
+
+def test_past_the_memory_budget_the_tree_is_killed() -> None:
+    end = run_child(
+        "stackwars.runner.blas_worker", "blas", {"framework": "torch"}, Limits(60, 2**20)
+    )
+    assert end.status == "oom"
+    assert "passed the memory budget" in end.detail
+
+
+def test_a_worker_whose_parent_is_gone_exits_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    exits: list[int] = []
+    monkeypatch.setattr(child.os, "_exit", exits.append)
+    monkeypatch.setattr(child, "PR_SET_PDEATHSIG", 0)  # prctl(0, ...) is refused: a no-op here
+    child._die_with_parent(os.getpid() + 10**6)
+    child._die_with_parent(os.getppid())
+    assert exits == [1]

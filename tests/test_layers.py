@@ -1,0 +1,84 @@
+"""The package's layers: cli -> commands -> api -> {runner, report} -> results -> the
+foundations, with nothing pointing up (read from the import statements of every module)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "stackwars"
+# Top-level module or subpackage -> layer; a module imports only from lower layers or from
+# its own subpackage. The package's __init__ (the public facade) may re-export any layer.
+LAYERS = {
+    "errors": 0,
+    "frameworks": 1,
+    "timing": 1,
+    "config": 2,
+    "workloads": 2,
+    "ir": 2,
+    "suites": 2,
+    "results": 3,
+    "runner": 4,
+    "report": 4,
+    "api": 5,
+    "commands": 6,
+    "cli": 7,
+    "__main__": 8,
+}
+
+
+def part_of(path: Path) -> str:
+    return path.relative_to(PACKAGE).with_suffix("").parts[0]
+
+
+def imported_parts(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module]
+            if node.module == "stackwars":
+                modules = [f"stackwars.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(name.split(".")[1] for name in modules if name.startswith("stackwars."))
+    return found
+
+
+def violations() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "__init__.py":
+            continue
+        part = part_of(path)
+        for imported in imported_parts(path) - {part}:
+            if LAYERS[imported] >= LAYERS[part]:
+                found.append(f"{path.relative_to(PACKAGE)} ({part}) imports {imported}")
+    return found
+
+
+def test_every_module_has_a_layer() -> None:
+    parts = {part_of(path) for path in PACKAGE.rglob("*.py") if path != PACKAGE / "__init__.py"}
+    assert parts == set(LAYERS)
+
+
+def test_nothing_imports_upward_or_sideways() -> None:
+    assert violations() == []
+
+
+def test_no_command_imports_another() -> None:
+    commands = PACKAGE / "commands"
+    for path in commands.glob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("stackwars.commands"), path.name
+
+
+def test_the_check_reads_both_import_forms(tmp_path: Path) -> None:
+    upward = tmp_path / "upward.py"
+    upward.write_text("from stackwars.api import run\nimport stackwars.report.table\n")
+    assert imported_parts(upward) == {"api", "report"}

@@ -1,0 +1,224 @@
+"""Every command the README shows works, run as a user would: the installed ``stackwars``
+command, from a temporary folder that is not the repository, with the results store there.
+
+Commands are extracted from README.md itself, so a new README line fails this test until it is
+listed in ``AS_RUN`` below: either as it is, or with a tiny substitution that keeps what the
+line teaches (its command, suite, workload and options) and shrinks sizes, stacks and time
+budgets to test size. The two set-up commands are run by CI itself (``.ci/run`` is the test
+command; the main-job command differs from it only in installing without the ``dev`` extra);
+their ``stackwars run`` is run here at tiny size.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+README = Path(__file__).resolve().parents[1] / "README.md"
+STACKWARS = str(Path(sys.executable).with_name("stackwars"))
+FAST = ["--budget", "0.05", "--quiet"]
+SMALL = ["--stacks", "numpy,jax:jit", *FAST]
+OPS = ["--param", "n=32", "--param", "d_model=16", "--param", "d_ff=32", "--param", "heads=2"]
+OPS += ["--param", "seq=8"]
+
+INSTALL_AND_RUN = (
+    "python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[all]' "
+    "&& .venv/bin/stackwars run"
+)
+INSTALL_AND_TEST = (
+    "python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[all,dev]' "
+    "&& .venv/bin/python -m pytest"
+)
+# README line -> the runs that stand for it (each a stackwars argv), in this order: later
+# lines read what earlier ones stored. None: CI runs it (see the module docstring).
+AS_RUN: dict[str, list[list[str]] | None] = {
+    INSTALL_AND_RUN: [["run", "--param", "n=32", *SMALL]],
+    INSTALL_AND_TEST: None,
+    "stackwars run": [["run", "--param", "n=32", *SMALL]],
+    "stackwars run --suite seed-blog": [["run", "--suite", "seed-blog", "--param", "n=32", *SMALL]],
+    "stackwars run --suite numpy-vs-jax": [
+        ["run", "--suite", "numpy-vs-jax", "--param", "n=16,32", *FAST]
+    ],
+    "stackwars run --suite stack-wars-ops": [["run", "--suite", "stack-wars-ops", *OPS, *SMALL]],
+    "stackwars run --suite models": [
+        ["run", "--suite", "models", "--param", "scale=tiny", "--stacks", "jax:jit", *FAST]
+    ],
+    "stackwars run --suite stack-wars": [
+        [
+            "run",
+            "--suite",
+            "stack-wars",
+            "--param",
+            "scale=tiny",
+            *OPS,
+            "--stacks",
+            "jax:jit",
+            *FAST,
+        ]
+    ],
+    "stackwars run --suite models --param scale=tiny": [
+        ["run", "--suite", "models", "--param", "scale=tiny", "--stacks", "numpy", *FAST]
+    ],
+    "stackwars run --workload gpt2-small --param task=train --param dtype=bfloat16 "
+    "--stacks jax:jit,torch": [
+        [
+            "run",
+            "--workload",
+            "gpt2-small",
+            "--param",
+            "task=train",
+            "--param",
+            "dtype=bfloat16",
+            "--param",
+            "scale=tiny",
+            "--stacks",
+            "jax:jit,torch:eager",
+            *FAST,
+        ]
+    ],
+    "stackwars run --suite models --find-max-batch": [
+        ["run", "--suite", "models", "--find-max-batch"]
+    ],
+    "stackwars run --workload gemm --param n=256,1024 --stacks numpy,jax:jit,torch": [
+        [
+            "run",
+            "--workload",
+            "gemm",
+            "--param",
+            "n=32,64",
+            "--stacks",
+            "numpy,jax:jit,torch:eager",
+            *FAST,
+        ]
+    ],
+    "stackwars run --workload poly --param n=64..4096:x2 --stacks numpy,jax:jit --repeat 3": [
+        ["run", "--workload", "poly", "--param", "n=16..32:x2", *SMALL, "--repeat", "3"]
+    ],
+    "stackwars list workloads | stacks | suites": [
+        ["list", "workloads"],
+        ["list", "stacks"],
+        ["list", "suites"],
+    ],
+    "stackwars env [--peak]": [["env"]],
+    "stackwars runs": [["runs"]],
+    "stackwars show [RUN|latest] [--baseline jax:jit]": [
+        ["show"],
+        ["show", "latest", "--baseline", "jax:jit"],
+    ],
+    "stackwars export RUN --format json|csv [--out F]": [
+        ["export", "latest", "--format", "json"],
+        ["export", "latest", "--format", "csv", "--out", "cells.csv"],
+    ],
+    "stackwars compare RUN_A RUN_B [--fail-above 5]": [["compare", "latest", "latest"]],
+    "stackwars history --workload gemm --stack jax:jit": [
+        ["history", "--workload", "gemm", "--stack", "jax:jit"]
+    ],
+    "stackwars ir --workload ffn --stacks jax:jit,torch:xla --diff jax:jit torch:xla": [
+        [
+            "ir",
+            "--workload",
+            "ffn",
+            *OPS[2:6],
+            *OPS[-2:],
+            "--stacks",
+            "jax:jit,torch:xla",
+            "--diff",
+            "jax:jit",
+            "torch:xla",
+        ]
+    ],
+    "stackwars selftest": [["selftest", "--stacks", "numpy:eager,jax:jit"]],
+    "stackwars run --workload-file my_workloads.py --workload tanh --stacks numpy,jax": [
+        [
+            "run",
+            "--workload-file",
+            "my_workloads.py",
+            "--workload",
+            "tanh",
+            "--stacks",
+            "numpy,jax",
+            "--param",
+            "n=1000",
+            *FAST,
+        ]
+    ],
+}
+# Substitutions that change more than sizes, stacks and budgets, and why.
+WHY = {
+    "stackwars env [--peak]": "--peak measures the machine for ~4 minutes (tests/test_peak.py)",
+    "stackwars compare RUN_A RUN_B [--fail-above 5]": "one run compared with itself: no rerun",
+}
+
+
+def blocks(language: str) -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def readme_commands() -> list[str]:
+    """Every shell line of the README, without its trailing comment."""
+    lines = (
+        re.sub(r"\s+# .*$", "", line).strip()
+        for block in blocks("sh")
+        for line in block.split("\n")
+    )
+    return [line for line in lines if line]
+
+
+def environment(folder: Path) -> dict[str, str]:
+    return {**os.environ, "STACKWARS_DB": str(folder / "stackwars.sqlite")}
+
+
+def stackwars(argv: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(  # noqa: PLW1510 (the exit status is asserted)
+        [STACKWARS, *argv],
+        cwd=folder,
+        env=environment(folder),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, f"stackwars {shlex.join(argv)}:\n{done.stderr[-3000:]}"
+    return done
+
+
+def test_every_readme_command_is_listed() -> None:
+    assert readme_commands() == list(AS_RUN)
+
+
+def test_every_readme_command_works_from_another_folder(tmp_path: Path) -> None:
+    assert Path.cwd().resolve() != tmp_path
+    for block in blocks("python"):
+        name = re.match(r"# (\w+\.py)\n", block)
+        if name:  # a file the README asks the user to write
+            (tmp_path / name.group(1)).write_text(block, encoding="utf-8")
+    for line, runs in AS_RUN.items():
+        for argv in runs or []:
+            done = stackwars(argv, tmp_path)
+            assert "Traceback" not in done.stdout + done.stderr, line
+    assert (tmp_path / "cells.csv").read_text(encoding="utf-8").startswith("run_id,")
+    assert list(tmp_path.glob("stackwars-ir/*/jax_jit/stablehlo.txt"))
+
+
+def test_the_readme_python_runs_from_another_folder(tmp_path: Path) -> None:
+    stackwars(["run", "--workload", "gemm", "--param", "n=16", *SMALL], tmp_path)
+    for block in blocks("python"):
+        if re.match(r"# \w+\.py\n", block):
+            continue
+        done = subprocess.run(  # noqa: PLW1510 (the exit status is asserted)
+            [sys.executable, "-c", block],
+            cwd=tmp_path,
+            env=environment(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "numpy:eager" in done.stdout
