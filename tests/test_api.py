@@ -32,7 +32,8 @@ def test_compare_and_history_read_the_store(tmp_path: Path) -> None:
     baseline, candidate, rows = stackwars.compare(first.id, second.id, db=db)
     assert (baseline.id, candidate.id) == (first.id, second.id)
     assert len(rows) == 1
-    points = stackwars.history("doubles", "numpy:eager", ["size=8"], db=db)
+    points, machines = stackwars.history("doubles", "numpy:eager", ["size=8"], db=db)
+    assert set(machines) >= {first.id, second.id}
     assert [run_id for run_id, _, _ in points] == [first.id, second.id]
 
 
@@ -40,7 +41,7 @@ def test_bad_input_is_a_usage_error_that_names_the_fix(tmp_path: Path) -> None:
     db = str(tmp_path / "db.sqlite")
     with pytest.raises(UsageError, match="unknown stack 'numpy:fast'"):
         stackwars.run("doubles", stacks="numpy:fast", db=db, **FAST)
-    with pytest.raises(UsageError, match="choose a suite or a workload, not both"):
+    with pytest.raises(UsageError, match="choose one of a suite, a suite file or a workload"):
         stackwars.run("doubles", suite="quick", db=db, **FAST)
     with pytest.raises(TypeError):
         stackwars.run("doubles", db=db, no_such_option=1)

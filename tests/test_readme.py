@@ -135,6 +135,53 @@ AS_RUN: dict[str, list[list[str]] | None] = {
         ]
     ],
     "stackwars selftest": [["selftest", "--stacks", "numpy:eager,jax:jit"]],
+    "stackwars run --suite quick --repeat 3 --label main --json baseline.json": [
+        [
+            "run",
+            "--param",
+            "n=32",
+            "--stacks",
+            "numpy",
+            "--repeat",
+            "3",
+            "--label",
+            "main",
+            "--json",
+            "baseline.json",
+            *FAST,
+        ]
+    ],
+    "stackwars run --suite quick --repeat 3 --label change --json candidate.json": [
+        [
+            "run",
+            "--param",
+            "n=32",
+            "--stacks",
+            "numpy",
+            "--repeat",
+            "3",
+            "--label",
+            "change",
+            "--json",
+            "candidate.json",
+            *FAST,
+        ]
+    ],
+    "stackwars compare baseline.json candidate.json --fail-above 5 --markdown compare.md "
+    "--github-summary": [
+        [
+            "compare",
+            "baseline.json",
+            "candidate.json",
+            "--fail-above",
+            "50",
+            "--markdown",
+            "compare.md",
+            "--github-summary",
+        ]
+    ],
+    "stackwars import baseline.json": [["import", "baseline.json", "--db", "imported.sqlite"]],
+    "stackwars runs --label main": [["runs", "--label", "main"]],
     "stackwars run --workload-file my_workloads.py --workload tanh --stacks numpy,jax": [
         [
             "run",
@@ -149,11 +196,19 @@ AS_RUN: dict[str, list[list[str]] | None] = {
             *FAST,
         ]
     ],
+    "stackwars run --suite-file my_suite.toml": [
+        ["run", "--suite-file", "my_suite.toml", "--param", "n=32", *FAST]
+    ],
+    "stackwars rerun latest": [["rerun", "latest", "--quiet"]],
 }
 # Substitutions that change more than sizes, stacks and budgets, and why.
 WHY = {
     "stackwars env [--peak]": "--peak measures the machine for ~4 minutes (tests/test_peak.py)",
     "stackwars compare RUN_A RUN_B [--fail-above 5]": "one run compared with itself: no rerun",
+    "stackwars compare baseline.json candidate.json --fail-above 5 --markdown compare.md "
+    "--github-summary": "--fail-above 50: two tiny runs of identical code may differ by 5 %",
+    "stackwars import baseline.json": "into another store: the run itself stored it already",
+    "stackwars run --suite-file my_suite.toml": "--param n=32 keeps the file and its stacks",
 }
 
 
@@ -195,8 +250,8 @@ def test_every_readme_command_is_listed() -> None:
 
 def test_every_readme_command_works_from_another_folder(tmp_path: Path) -> None:
     assert Path.cwd().resolve() != tmp_path
-    for block in blocks("python"):
-        name = re.match(r"# (\w+\.py)\n", block)
+    for block in blocks("python") + blocks("toml"):
+        name = re.match(r"# (\w+\.(?:py|toml))\n", block)
         if name:  # a file the README asks the user to write
             (tmp_path / name.group(1)).write_text(block, encoding="utf-8")
     for line, runs in AS_RUN.items():
@@ -204,6 +259,7 @@ def test_every_readme_command_works_from_another_folder(tmp_path: Path) -> None:
             done = stackwars(argv, tmp_path)
             assert "Traceback" not in done.stdout + done.stderr, line
     assert (tmp_path / "cells.csv").read_text(encoding="utf-8").startswith("run_id,")
+    assert (tmp_path / "compare.md").read_text(encoding="utf-8").startswith("### ")
     assert list(tmp_path.glob("stackwars-ir/*/jax_jit/stablehlo.txt"))
 
 
@@ -221,4 +277,4 @@ def test_the_readme_python_runs_from_another_folder(tmp_path: Path) -> None:
             timeout=120,
         )
         assert done.returncode == 0, done.stderr[-3000:]
-        assert "numpy:eager" in done.stdout
+        assert done.stdout.strip(), block

@@ -91,25 +91,60 @@ def two_runs(tmp_path: Path) -> Path:
     return db
 
 
-def test_compare_names_the_regression_and_fail_above_sets_the_exit_status(
+def test_one_worker_per_side_is_inconclusive_and_never_fails_the_gate(
     two_runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["compare", "a", "b", "--db", str(two_runs)]) == 0
+    assert main(["compare", "a", "b", "--db", str(two_runs), "--fail-above", "10"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "inconclusive" in out and "REGRESSION" not in out
+    assert "not judged against --fail-above: gemm(n=8) jax:jit @ cpu: 1 and 1 worker(s)" in out
+    assert "--repeat 3" in out and "--within-process" in out
+
+
+def test_within_process_statistics_when_asked_by_name(
+    two_runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compare", "a", "b", "--db", str(two_runs), "--within-process"]
+    assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "slower" in out and "no clear difference" in out
+    assert "slower" in out and "no clear difference" in out and "within-process" in out
     assert re.search(r"\+(99|100)\.\d%", out)
     assert "geometric mean of ratios: 1.41" in out
-    assert main(["compare", "a", "b", "--db", str(two_runs), "--fail-above", "10"]) == 1
+    assert main([*argv, "--fail-above", "10"]) == 1
     assert "REGRESSION above 10%: gemm(n=8) jax:jit @ cpu" in capsys.readouterr().out
-    assert main(["compare", "a", "b", "--db", str(two_runs), "--fail-above", "150"]) == 0
+    assert main([*argv, "--fail-above", "150"]) == 0
+
+
+def workers(stack: str, center: float, seed: int, process_noise: float = 0.10) -> list[Cell]:
+    """Three fresh workers: each process lands somewhere around ``center``."""
+    rng = random.Random(seed)
+    return [
+        measured(stack, center * (1 + rng.gauss(0, process_noise)), repeat=i, seed=seed + i)
+        for i in range(3)
+    ]
+
+
+def test_with_three_workers_a_real_regression_fails_the_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "db.sqlite"
+    store_run(db, "a", workers("numpy:eager", 1e-3, 1) + workers("jax:jit", 1e-3, 2))
+    store_run(db, "b", workers("numpy:eager", 1e-3, 3) + workers("jax:jit", 2e-3, 4))
+    assert main(["compare", "a", "b", "--db", str(db), "--fail-above", "10"]) == 1
+    out = capsys.readouterr().out
+    assert "REGRESSION above 10%: gemm(n=8) jax:jit @ cpu" in out
+    assert "REGRESSION above 10%: gemm(n=8) numpy:eager" not in out
 
 
 def test_show_baseline_compares_stacks_within_a_run(
     two_runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["show", "b", "--db", str(two_runs), "--baseline", "numpy:eager"]) == 0
+    argv = ["show", "b", "--db", str(two_runs), "--baseline", "numpy:eager"]
+    assert main([*argv, "--within-process"]) == 0
     out = capsys.readouterr().out
     assert "jax:jit @ cpu vs numpy:eager" in out and "slower" in out
+    assert main(argv) == 0
+    assert "inconclusive" in capsys.readouterr().out
     assert main(["show", "b", "--db", str(two_runs), "--baseline", "torch:eager"]) == 2
 
 

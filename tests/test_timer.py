@@ -199,3 +199,24 @@ def test_latency_waits_for_each_call_on_asynchronous_stacks() -> None:
     assert len(m.latency_s) >= 3
     assert all(run == pytest.approx(1.01e-4) for run in m.latency_s)
     assert make_timer(clock, work, sync=work.sync).measure().latency_s == []
+
+
+def test_the_timer_says_what_it_is_doing_between_timed_runs() -> None:
+    clock = FakeClock()
+    work = AsyncWork(clock, dispatch=1e-5, compute=1e-3)
+    heard: list[tuple[str, bool, float]] = []
+    timer = make_timer(
+        clock,
+        work,
+        sync=work.sync,
+        measure_latency=True,
+        on_phase=lambda text, change: heard.append((text, change, clock.now)),
+    )
+    timer.measure()
+    phases = [text for text, change, _ in heard if change]
+    assert phases[0].startswith("first run")
+    assert phases[1].startswith("steady: blocks of")
+    assert phases[2].startswith("latency")
+    assert any(text.startswith("warm-up: run") for text, _, _ in heard)
+    # Never inside a timed call: no pending (dispatched, unsynchronised) work when told.
+    assert work.pending == 0

@@ -29,7 +29,7 @@ def gemm(a, b):
 
 @jax.jit
 def selu(x):
-    return SCALE * jnp.where(x > 0, x, ALPHA * (jnp.exp(x) - 1))
+    return SCALE * jnp.where(x > 0, x, ALPHA * jnp.exp(x) - ALPHA)
 
 
 def main():

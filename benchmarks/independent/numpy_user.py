@@ -25,7 +25,7 @@ def gemm(a, b):
 
 
 def selu(x):
-    return SCALE * np.where(x > 0, x, ALPHA * (np.exp(x) - 1))
+    return SCALE * np.where(x > 0, x, ALPHA * np.exp(x) - ALPHA)
 
 
 def main():

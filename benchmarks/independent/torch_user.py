@@ -28,7 +28,7 @@ def gemm(a, b):
 
 
 def selu(x):
-    return SCALE * torch.where(x > 0, x, ALPHA * (torch.exp(x) - 1))
+    return SCALE * torch.where(x > 0, x, ALPHA * torch.exp(x) - ALPHA)
 
 
 def main():

@@ -2,22 +2,29 @@
 execution mode, measured honestly.
 
 The public Python API is what this module exports; everything else is private. ``run``,
-``compare`` and ``history`` (from ``stackwars.api``) are loaded on first use, so that worker
-processes, which import this package, do not pay for the service layer.
+``compare`` and ``history`` (from ``stackwars.api``) and ``measure`` (in-process timing) are
+loaded on first use, so that worker processes, which import this package, do not pay for
+them.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stackwars.errors import StackwarsError, UsageError
 from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, parse_stack
 from stackwars.results.frame import results_frame
 from stackwars.results.run import Run
 from stackwars.results.schema import SCHEMA_VERSION, Cell
+from stackwars.suites import Suite, SuiteEntry, register_suite
 from stackwars.workloads import Param, Work, Workload, load_workload_file, register, registry
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:  # for type checkers; at run time __getattr__ loads them on first use
+    from stackwars.api import Measure, Selection, compare, history, run
+    from stackwars.inprocess import InProcessResult, measure
+
 _SERVICES = ("Measure", "Selection", "compare", "history", "run")
+_IN_PROCESS = ("InProcessResult", "measure")
 
 
 def __getattr__(name: str) -> Any:
@@ -25,11 +32,21 @@ def __getattr__(name: str) -> Any:
         from stackwars import api
 
         return getattr(api, name)
+    if name in _IN_PROCESS:
+        from stackwars import inprocess
+
+        return getattr(inprocess, name)
     raise AttributeError(f"module 'stackwars' has no attribute {name!r}")
 
 
-__all__ = [  # noqa: PLE0604 (the services are resolved by __getattr__)
-    *_SERVICES,
+__all__ = [  # noqa: RUF022 (grouped: services first, resolved by __getattr__)
+    "InProcessResult",
+    "Measure",
+    "Selection",
+    "compare",
+    "history",
+    "measure",
+    "run",
     "FRAMEWORKS",
     "SCHEMA_VERSION",
     "Cell",
@@ -37,6 +54,8 @@ __all__ = [  # noqa: PLE0604 (the services are resolved by __getattr__)
     "Run",
     "Stack",
     "StackwarsError",
+    "Suite",
+    "SuiteEntry",
     "UsageError",
     "Work",
     "Workload",
@@ -45,6 +64,7 @@ __all__ = [  # noqa: PLE0604 (the services are resolved by __getattr__)
     "load_workload_file",
     "parse_stack",
     "register",
+    "register_suite",
     "registry",
     "results_frame",
 ]

@@ -10,6 +10,7 @@ how to fix it.
 from __future__ import annotations
 
 import dataclasses
+import json
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,13 +37,15 @@ from stackwars.results import metadata, store
 from stackwars.results.maxbatch import MaxBatch
 from stackwars.results.peak import Peak, load_peak, save_peak, stale_reason
 from stackwars.results.run import Run, new_run_id, now, owner_alive, this_process
-from stackwars.results.schema import Cell
+from stackwars.results.schema import SCHEMA_VERSION, Cell
 from stackwars.results.selftest import StackResult
 from stackwars.runner import maxbatch, plan, session
 from stackwars.runner.child import Limits, run_child
 from stackwars.runner.peak import measure_peak
 from stackwars.runner.protocol import CellSpec
+from stackwars.suite_files import load_suite_file
 from stackwars.suites import get_suite
+from stackwars.timing.compare import INCONCLUSIVE
 from stackwars.timing.timer import TimingConfig
 
 IR_TIMEOUT_S = 600.0
@@ -59,6 +62,7 @@ class Selection:
 
     suite: str | None = None
     workload: str | None = None
+    suite_file: str | None = None  # a TOML suite (suite_files.py)
     params: tuple[str, ...] = ()
     stacks: str | None = None
     device: str = "cpu"
@@ -102,8 +106,8 @@ def open_store(db: str | None = None, must_exist: bool = False) -> store.Store:
 
 def choose_cells(selection: Selection) -> tuple[list[CellSpec], dict[str, float]]:
     """The cells asked for, and the suite's timing overrides (none for a single workload)."""
-    if selection.suite and selection.workload:
-        raise UsageError("choose a suite or a workload, not both")
+    if sum(map(bool, (selection.suite, selection.workload, selection.suite_file))) > 1:
+        raise UsageError("choose one of a suite, a suite file or a workload")
     for path in selection.workload_files:
         workloads.load_workload_file(path)
     device = parse_device(selection.device)
@@ -114,7 +118,11 @@ def choose_cells(selection: Selection) -> tuple[list[CellSpec], dict[str, float]
         cells = plan.cells_for(workload, values, stacks or all_stacks(), device)
         overrides: dict[str, float] = {}
     else:
-        suite = get_suite(selection.suite or "quick")
+        suite = (
+            load_suite_file(Path(selection.suite_file))
+            if selection.suite_file
+            else get_suite(selection.suite or "quick")
+        )
         values = plan.suite_param_args(suite, selection.params)
         cells, overrides = plan.suite_cells(suite, stacks, device, values), suite.timing
     if selection.to_host:
@@ -162,12 +170,40 @@ def _timing(measure: Measure, overrides: Mapping[str, float]) -> TimingConfig:
     return dataclasses.replace(TimingConfig(), **values)
 
 
-def plan_run(selection: Selection, measure: Measure, argv: Sequence[str] = ()) -> PlannedRun:
-    """A new run of the cells selected, planned (nothing measured yet)."""
+def plan_run(
+    selection: Selection, measure: Measure, argv: Sequence[str] = (), label: str = ""
+) -> PlannedRun:
+    """A new run of the cells selected, planned (nothing measured yet); ``label`` names it in
+    ``runs`` and comparisons."""
     chosen, overrides = choose_cells(selection)
     options = run_options(measure, selection.device, overrides, selection.workload_files)
     cells = plan.schedule(chosen, measure.repeat, measure.order_seed)
-    record = Run(
+    record = _new_run(options, cells, argv, label)
+    planned = plan.plan(cells, options.memory_budget, options.force)
+    return PlannedRun(record, planned, options, machine_warnings(record.machine))
+
+
+def plan_rerun(
+    results: store.Store, run_id: str, argv: Sequence[str] = (), label: str = ""
+) -> PlannedRun:
+    """A new run of a stored run's plan, exactly: the same cells in the same order, with the
+    same options (limits, budgets, seed, workload files)."""
+    old = results.load_run(run_id)
+    if not old.planned:
+        raise UsageError(f"run {old.id} stored no plan to repeat")
+    options = RunOptions.from_dict(old.options)
+    for path in options.workload_files:
+        workloads.load_workload_file(path)
+    cells = [CellSpec(**spec) for spec in old.planned]
+    record = _new_run(options, cells, argv, label)
+    planned = plan.plan(cells, options.memory_budget, options.force)
+    return PlannedRun(record, planned, options, machine_warnings(record.machine))
+
+
+def _new_run(
+    options: RunOptions, cells: Sequence[CellSpec], argv: Sequence[str], label: str
+) -> Run:
+    return Run(
         id=new_run_id(),
         started=now(),
         machine={
@@ -179,9 +215,8 @@ def plan_run(selection: Selection, measure: Measure, argv: Sequence[str] = ()) -
         argv=list(argv),
         options=options.to_dict(),
         planned=[dataclasses.asdict(cell) for cell in cells],
+        identity=metadata.run_identity(label),
     )
-    planned = plan.plan(cells, options.memory_budget, options.force)
-    return PlannedRun(record, planned, options, machine_warnings(record.machine))
 
 
 def max_batches(selection: Selection, measure: Measure) -> tuple[list[MaxBatch], int]:
@@ -279,6 +314,9 @@ class _Silent:
     def start_cell(self, label: str) -> None:
         del label
 
+    def phase(self, text: str) -> None:
+        del text
+
     def end_cell(self, cell: Cell) -> None:
         del cell
 
@@ -353,39 +391,125 @@ def threshold(percent: float) -> float:
 
 
 def compare(
-    run_a: str, run_b: str, threshold_pct: float = 5.0, db: str | None = None
+    run_a: str,
+    run_b: str,
+    threshold_pct: float = 5.0,
+    db: str | None = None,
+    within_process: bool = False,
 ) -> tuple[Run, Run, list[ComparisonRow]]:
-    """The cells two stored runs share: ratio, interval, rank test and verdict for each."""
-    results = open_store(db, must_exist=True)
-    baseline, candidate = results.load_run(run_a), results.load_run(run_b)
-    return (
-        baseline,
-        candidate,
-        compare_runs(baseline.cells, candidate.cells, threshold(threshold_pct)),
-    )
+    """The cells two runs share (ids in the store, or exported .json files): ratio, interval,
+    test and verdict for each, workers as the unit (``within_process`` accepts one worker's
+    blocks as the evidence). Runs from different machines are not judged."""
+    baseline, candidate = load_run(run_a, db), load_run(run_b, db)
+    rows = compare_runs(baseline.cells, candidate.cells, threshold(threshold_pct), within_process)
+    mismatch = machine_mismatch(baseline, candidate)
+    return baseline, candidate, [not_judged(row, mismatch) for row in rows] if mismatch else rows
 
 
-def compare_with_stack(record: Run, baseline: str, threshold_pct: float) -> list[ComparisonRow]:
+def compare_with_stack(
+    record: Run, baseline: str, threshold_pct: float, within_process: bool = False
+) -> list[ComparisonRow]:
     """Every stack of a run against one of its stacks."""
-    rows = compare_stacks(record.cells, baseline, threshold(threshold_pct))
+    rows = compare_stacks(record.cells, baseline, threshold(threshold_pct), within_process)
     if not rows:
         raise UsageError(f"stack {baseline!r} has no cells in run {record.id}")
     return rows
 
 
+def load_run(run: str, db: str | None = None) -> Run:
+    """A stored run (an id or ``latest``), or a run exported as JSON (``export --format json``,
+    ``run --json``): a path to an existing ``.json`` file, from any machine or store."""
+    path = Path(run)
+    if path.suffix == ".json" and path.is_file():
+        return read_run_file(path)
+    return open_store(db, must_exist=True).load_run(run)
+
+
+def read_run_file(path: Path) -> Run:
+    """A run from its JSON export; one line saying what is wrong when it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        version = data["schema_version"]
+        if version > SCHEMA_VERSION:
+            raise UsageError(
+                f"{path} is a result file of schema version {version}; this stackwars reads up "
+                f"to {SCHEMA_VERSION} (upgrade stackwars)"
+            )
+        return Run.from_dict(data)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(
+            f"{path} is not a stackwars run file ({type(exc).__name__}: {exc}); write one with "
+            "'stackwars export RUN --format json' or 'stackwars run --json PATH'"
+        ) from None
+
+
+def import_run(path: Path, db: str | None = None) -> Run:
+    """Add an exported run to a store (e.g. a baseline downloaded as a CI artefact)."""
+    record = read_run_file(path)
+    results = open_store(db)
+    if record.id in results.run_ids():
+        raise UsageError(f"run {record.id} is already in {results.path}; nothing imported")
+    results.begin_run(record)
+    for cell in record.cells:
+        results.add_cell(record, cell)
+    results.finish_run(record)
+    return record
+
+
+def machine_mismatch(baseline: Run, candidate: Run) -> str:
+    """Why two runs' times are not comparable ('' when they ran on the same machine, or a run
+    is too old to say)."""
+    prints = (baseline.identity.get("fingerprint"), candidate.identity.get("fingerprint"))
+    if None in prints or prints[0] == prints[1]:
+        return ""
+    hosts = (baseline.identity.get("hostname"), candidate.identity.get("hostname"))
+    return (
+        f"the runs come from different machines (fingerprint {prints[0]} on {hosts[0]}, "
+        f"{prints[1]} on {hosts[1]}): compare runs measured on one machine"
+    )
+
+
+def not_judged(row: ComparisonRow, why: str) -> ComparisonRow:
+    """The row with its verdict turned inconclusive for ``why`` (it can fail no gate)."""
+    if row.result is None:
+        return row
+    result = dataclasses.replace(row.result, verdict=INCONCLUSIVE, reason=why)
+    return dataclasses.replace(row, result=result)
+
+
 def history(
-    workload: str, stack: str, params: Sequence[str] = (), db: str | None = None
-) -> list[tuple[str, str, Cell]]:
+    workload: str,
+    stack: str,
+    params: Sequence[str] = (),
+    db: str | None = None,
+    *,
+    label: str | None = None,
+    machine: str | None = None,
+) -> tuple[list[tuple[str, str, Cell]], dict[str, str]]:
     """(run id, run start, cell) of every stored cell of a workload on a stack, oldest first,
-    keeping those whose parameters match ``params`` (``"n=1024"``)."""
+    keeping those whose parameters match ``params`` (``"n=1024"``) and whose run has ``label``
+    and ran on ``machine`` (a fingerprint, as ``runs`` shows it); and each run's machine."""
     name = str(parse_stack(stack))
     wanted = dict(_param_filter(text) for text in params)
-    rows = open_store(db, must_exist=True).cells_of(workload, name)
-    rows = [row for row in rows if all(str(row[2].params.get(k)) == v for k, v in wanted.items())]
+    results = open_store(db, must_exist=True)
+    identities = results.identities()
+    machines = {run_id: ident.get("fingerprint", "") for run_id, ident in identities.items()}
+
+    def kept(run_id: str, cell: Cell) -> bool:
+        identity = identities.get(run_id, {})
+        return (
+            all(str(cell.params.get(k)) == v for k, v in wanted.items())
+            and (label is None or identity.get("label") == label)
+            and (machine is None or identity.get("fingerprint") == machine)
+        )
+
+    rows = [row for row in results.cells_of(workload, name) if kept(row[0], row[2])]
     if not rows:
-        given = f" with {', '.join(params)}" if params else ""
-        raise UsageError(f"no stored results of {workload} on {name}{given}; see 'stackwars runs'")
-    return rows
+        given = [*params, *([f"label {label}"] if label else [])]
+        given += [f"machine {machine}"] if machine else []
+        which = f" with {', '.join(given)}" if given else ""
+        raise UsageError(f"no stored results of {workload} on {name}{which}; see 'stackwars runs'")
+    return rows, machines
 
 
 def _param_filter(text: str) -> tuple[str, str]:

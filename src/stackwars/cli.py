@@ -74,6 +74,9 @@ def _add_run(subparsers: argparse._SubParsersAction[_Parser]) -> None:
     choice = what.add_mutually_exclusive_group()
     choice.add_argument("--suite", help="a named suite (see 'stackwars list suites')")
     choice.add_argument("--workload", help="one workload (see 'stackwars list workloads')")
+    choice.add_argument(
+        "--suite-file", metavar="PATH", help="a suite written in TOML (see docs/methodology.md)"
+    )
     what.add_argument(
         "--param",
         action="append",
@@ -179,6 +182,20 @@ def _add_run_output(run: argparse.ArgumentParser) -> None:
         help="after the run, capture each compiled cell's IR and store it with the run",
     )
     output.add_argument("--quiet", action="store_true", help="no progress, only the tables")
+    output.add_argument(
+        "--label", metavar="TEXT", help="a name for the run, shown by 'runs' (e.g. baseline)"
+    )
+
+
+def _add_rerun_output(rerun: argparse.ArgumentParser) -> None:
+    rerun.add_argument(
+        "--db", metavar="PATH", help="results store (default $STACKWARS_DB or ./stackwars.sqlite)"
+    )
+    rerun.add_argument("--json", metavar="PATH", help="also write the run as JSON, kept current")
+    rerun.add_argument("--markdown", metavar="PATH", help="also write the tables as markdown")
+    rerun.add_argument("--strict", action="store_true", help="exit 1 when a cell is not ok")
+    rerun.add_argument("--quiet", action="store_true", help="no progress, only the tables")
+    rerun.add_argument("--label", metavar="TEXT", default="", help="a name for the new run")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -202,6 +219,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure this machine's GEMM FLOP/s and memory bandwidth once and store them; "
         "tables then place every cell on the roofline",
     )
+    rerun = subparsers.add_parser(
+        "rerun", help="measure a stored run's plan again, exactly (same cells, same options)"
+    )
+    rerun.add_argument("run", metavar="RUN", help="a run id or 'latest'")
+    _add_rerun_output(rerun)
     _add_results_commands(subparsers)
     _add_ir(subparsers)
     selftest = subparsers.add_parser(
@@ -249,6 +271,7 @@ def _add_results_commands(subparsers: argparse._SubParsersAction[_Parser]) -> No
     db_help = "results store (default $STACKWARS_DB or ./stackwars.sqlite)"
     runs = subparsers.add_parser("runs", help="list the stored runs")
     runs.add_argument("--db", metavar="PATH", help=db_help)
+    runs.add_argument("--label", metavar="TEXT", help="only runs with this label")
     show = subparsers.add_parser(
         "show", help="the tables of a stored run, with sweeps and crossovers"
     )
@@ -262,12 +285,26 @@ def _add_results_commands(subparsers: argparse._SubParsersAction[_Parser]) -> No
     export.add_argument("--format", choices=("json", "csv"), default="json")
     export.add_argument("--out", metavar="PATH", help="write here instead of standard output")
     export.add_argument("--db", metavar="PATH", help=db_help)
-    compare = subparsers.add_parser(
-        "compare", help="the same cells in two runs: ratio, interval, rank test, verdict"
+    imported = subparsers.add_parser(
+        "import", help="add a run exported as JSON (e.g. a CI baseline) to the store"
     )
-    compare.add_argument("run_a", metavar="RUN_A", help="the baseline run (an id or 'latest')")
-    compare.add_argument("run_b", metavar="RUN_B", help="the candidate run")
+    imported.add_argument("file", metavar="RUN.json", help="from export --format json or --json")
+    imported.add_argument("--db", metavar="PATH", help=db_help)
+    compare = subparsers.add_parser(
+        "compare", help="the same cells in two runs: ratio, interval, test, verdict"
+    )
+    compare.add_argument(
+        "run_a", metavar="RUN_A", help="the baseline: a run id, 'latest', or an exported .json"
+    )
+    compare.add_argument("run_b", metavar="RUN_B", help="the candidate, the same way")
     compare.add_argument("--db", metavar="PATH", help=db_help)
+    compare.add_argument("--markdown", metavar="PATH", help="also write the report as Markdown")
+    compare.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    compare.add_argument(
+        "--github-summary",
+        action="store_true",
+        help="append the Markdown report to $GITHUB_STEP_SUMMARY (GitHub Actions)",
+    )
     _add_verdict_options(compare)
     history = subparsers.add_parser(
         "history", help="stored results of one workload on one stack over time, with steps"
@@ -278,6 +315,12 @@ def _add_results_commands(subparsers: argparse._SubParsersAction[_Parser]) -> No
         "--param", action="append", default=[], metavar="KEY=VALUE", help="only these parameters"
     )
     history.add_argument("--db", metavar="PATH", help=db_help)
+    history.add_argument("--label", metavar="TEXT", help="only runs with this label")
+    history.add_argument(
+        "--machine", metavar="FINGERPRINT", help="only runs of this machine (see 'runs')"
+    )
+    history.add_argument("--markdown", metavar="PATH", help="also write the tables as Markdown")
+    history.add_argument("--json", metavar="PATH", help="also write the series as JSON")
     _add_threshold(history)
 
 
@@ -287,7 +330,14 @@ def _add_verdict_options(parser: argparse.ArgumentParser) -> None:
         "--fail-above",
         type=float,
         metavar="PCT",
-        help="exit 1 when a cell is significantly slower by more than PCT percent (for CI)",
+        help="exit 1 when a cell is significantly slower by more than PCT percent (for CI); "
+        "cells with fewer than 3 workers per side are inconclusive and never fail",
+    )
+    parser.add_argument(
+        "--within-process",
+        action="store_true",
+        help="judge cells with fewer than 3 workers per side by the blocks of one process "
+        "(their interval then ignores the variation between processes)",
     )
 
 

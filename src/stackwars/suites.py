@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from stackwars.errors import UnknownNameError
+from stackwars.errors import UnknownNameError, UsageError
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,14 @@ SUITES: dict[str, Suite] = {
         ),
     )
 }
+
+
+def register_suite(suite: Suite) -> Suite:
+    """Add a suite (from a --workload-file, say); a name already taken is refused."""
+    if suite.name in SUITES:
+        raise UsageError(f"a suite named {suite.name!r} exists already; choose another name")
+    SUITES[suite.name] = suite
+    return suite
 
 
 def get_suite(name: str) -> Suite:

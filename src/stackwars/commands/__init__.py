@@ -11,11 +11,13 @@ Handler = Callable[[argparse.Namespace, list[str]], int]
 
 HANDLERS: dict[str, Handler] = {
     "run": run.run,
+    "rerun": run.rerun,
     "list": listing.list_things,
     "env": listing.env,
     "runs": results.runs,
     "show": results.show,
     "export": results.export,
+    "import": results.import_run,
     "compare": compare.compare,
     "history": history.history,
     "ir": ir.ir,

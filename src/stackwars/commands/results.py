@@ -22,12 +22,17 @@ EXIT_REGRESSION = 1
 
 
 def runs(args: argparse.Namespace, argv: list[str]) -> int:
-    table = Table("run", "started", "status", "cells", "command")
+    table = Table("run", "started", "status", "label", "machine", "cells", "command")
     for header, counts in api.open_store(args.db, must_exist=True).summaries():
+        identity = header.get("identity", {})
+        if args.label is not None and identity.get("label") != args.label:
+            continue
         cells = ", ".join(f"{n} {status}" for status, n in counts.items()) or "none"
         command = " ".join(header.get("argv", []))
+        machine = f"{identity.get('hostname', '?')} {identity.get('fingerprint', '')}".strip()
         status = displayed_status(header)
-        table.add_row(header["id"], header["started"], status, cells, command)
+        label = identity.get("label", "")
+        table.add_row(header["id"], header["started"], status, label, machine, cells, command)
     report_console().print(table)
     return 0
 
@@ -51,7 +56,7 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
         Path(args.markdown).write_text(render_markdown(tables), encoding="utf-8")
     if not args.baseline:
         return 0
-    rows = api.compare_with_stack(record, args.baseline, args.threshold)
+    rows = api.compare_with_stack(record, args.baseline, args.threshold, args.within_process)
     for part in comparison_report(rows, f"every stack against {args.baseline}", args.fail_above):
         console.print(part)
     failed = args.fail_above is not None and regressions(rows, args.fail_above)
@@ -73,4 +78,13 @@ def export(args: argparse.Namespace, argv: list[str]) -> int:
         write_atomically(Path(args.out), text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def import_run(args: argparse.Namespace, argv: list[str]) -> int:
+    record = api.import_run(Path(args.file), args.db)
+    store_path = api.open_store(args.db).path
+    report_console().print(
+        f"imported run {record.id} ({len(record.cells)} cells) into {store_path}"
+    )
     return 0

@@ -20,6 +20,7 @@ def selection(args: argparse.Namespace) -> api.Selection:
     return api.Selection(
         suite=args.suite,
         workload=args.workload,
+        suite_file=args.suite_file,
         params=tuple(args.param),
         stacks=args.stacks,
         device=args.device,
@@ -51,7 +52,22 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         console.print(max_batch_table(answers, budget))
         return 0
     resumed = args.resume is not None
-    planned = _resumed(args) if resumed else api.plan_run(selection(args), measure(args), argv)
+    planned = (
+        _resumed(args)
+        if resumed
+        else api.plan_run(selection(args), measure(args), argv, args.label or "")
+    )
+    return execute_and_show(planned, args)
+
+
+def rerun(args: argparse.Namespace, argv: list[str]) -> int:
+    planned = api.plan_rerun(api.open_store(args.db, must_exist=True), args.run, argv, args.label)
+    return execute_and_show(planned, args)
+
+
+def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
+    """Run the planned cells with progress, then print (and write) the tables."""
+    console = report_console()
     results = api.open_store(args.db)
     for warning in planned.warnings:
         console.print(f"warning: {warning}")
@@ -66,7 +82,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     if args.markdown:
         Path(args.markdown).write_text(render_markdown(tables), encoding="utf-8")
     console.print(f"run {record.id}: {status_counts(record.cells)}; stored in {results.path}")
-    if args.capture_ir:
+    if getattr(args, "capture_ir", False):
         for line in api.capture_run_ir(record, planned.options, results):
             console.print(line)
     strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
@@ -74,9 +90,17 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _resumed(args: argparse.Namespace) -> api.PlannedRun:
-    if args.suite or args.workload or args.param or args.stacks or args.find_max_batch:
+    if (
+        args.suite
+        or args.workload
+        or args.param
+        or args.stacks
+        or args.find_max_batch
+        or args.label
+    ):
         raise UsageError(
             "--resume continues a stored run as it was planned; drop the other "
-            "selection options (--suite, --workload, --param, --stacks, --find-max-batch)"
+            "selection options (--suite, --suite-file, --workload, --param, --stacks, "
+            "--find-max-batch, --label)"
         )
     return api.plan_resume(api.open_store(args.db), args.resume)

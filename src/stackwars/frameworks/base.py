@@ -44,6 +44,9 @@ Contract (checked for every registered framework by ``tests/test_frameworks.py``
   non-overlapping and summing to at most the total; ``{}`` when it exposes none. Keys
   prefixed ``of_compile.`` are parts of ``compile_s`` (they may overlap each other, e.g. a
   compile spread over threads), not phases of their own.
+* ``attach(device)`` is ``init``'s in-process counterpart (``stackwars.measure`` in a user's
+  own process): it selects the device that ``sync`` waits for, and changes no global setting
+  of a framework the user already configured.
 * ``selftest_step`` returns ``(x, w) -> tanh(x @ w)`` written with the framework's own
   operations: the dependent chain ``stackwars selftest`` times to prove that ``sync`` waits.
 * ``gemm_call(a, b)`` returns a call computing ``a @ b`` on two device arrays as fast as the
@@ -179,6 +182,11 @@ class Framework(ABC):
     @abstractmethod
     def init(self, settings: RunSettings) -> dict[str, Any]:
         """Select the device and start the runtime; return the settings actually in effect."""
+
+    def attach(self, device: str) -> None:
+        """Select ``device`` for ``sync`` without changing any global setting (in-process
+        timing in a user's process); frameworks whose ``sync`` needs no device do nothing."""
+        del device
 
     @abstractmethod
     def to_device(self, arrays: Sequence[Any]) -> tuple[Any, ...]:

@@ -87,6 +87,12 @@ class TorchFramework(Framework):
         torch.set_float32_matmul_precision(settings.matmul_precision)
         return {"device": str(self._device)}
 
+    def attach(self, device: str) -> None:
+        import torch
+
+        kind, index = split_device(device)
+        self._device = torch.device("cpu") if kind == "cpu" else _cuda_device(index)
+
     def to_device(self, arrays: Sequence[Any]) -> tuple[Any, ...]:
         import torch
 

@@ -139,6 +139,13 @@ class TorchXlaFramework(JaxFramework):
     def gemm_call(self, a: Any, b: Any) -> Callable[[], Any]:
         return partial(self.prepare(operator.matmul, MODE), a, b)
 
+    def attach(self, device: str) -> None:
+        del device
+        raise NotImplementedError(
+            "torch:xla loads torchax, which breaks torch.compile for the rest of the process; "
+            "it runs only in a worker of its own (stackwars.run)"
+        )
+
     def first_call(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
         from torchax.tensor import OperatorNotFound
 

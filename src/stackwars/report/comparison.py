@@ -3,15 +3,17 @@ within one run. Data first (``ComparisonRow``), rendering after."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import RenderableType
 from rich.table import Table as RichTable
 
 from stackwars.report.table import format_seconds
 from stackwars.results.schema import Cell
-from stackwars.timing.compare import Comparison, compare, geometric_mean
+from stackwars.timing.compare import INCONCLUSIVE, Comparison, compare, geometric_mean
 
 Key = tuple[str, str, str, str, bool]
 
@@ -40,13 +42,18 @@ def _workers(cells: Iterable[Cell]) -> dict[Key, list[Cell]]:
     return groups
 
 
-def _row(label: str, base: list[Cell], cand: list[Cell], threshold: float) -> ComparisonRow:
+def _row(
+    label: str, base: list[Cell], cand: list[Cell], threshold: float, within_process: bool
+) -> ComparisonRow:
     failed = [c for c in base + cand if c.status != "ok" or not c.steady.samples_s]
     if failed:
         statuses = ", ".join(sorted({f"{c.stack} {c.status}" for c in failed}))
         return ComparisonRow(label, None, None, None, f"not comparable: {statuses}")
     result = compare(
-        [c.steady.samples_s for c in base], [c.steady.samples_s for c in cand], threshold=threshold
+        [c.steady.samples_s for c in base],
+        [c.steady.samples_s for c in cand],
+        threshold=threshold,
+        within_process=within_process,
     )
     base_median = _pooled_median(base)
     return ComparisonRow(label, base_median, base_median * result.ratio, result)
@@ -65,14 +72,17 @@ def _label(cell: Cell) -> str:
 
 
 def compare_runs(
-    baseline: Iterable[Cell], candidate: Iterable[Cell], threshold: float
+    baseline: Iterable[Cell],
+    candidate: Iterable[Cell],
+    threshold: float,
+    within_process: bool = False,
 ) -> list[ComparisonRow]:
     """The cells both runs measured, baseline run first; cells in one run only are noted."""
     base, cand = _workers(baseline), _workers(candidate)
     rows = []
     for key, cells in base.items():
         if key in cand:
-            rows.append(_row(_label(cells[0]), cells, cand[key], threshold))
+            rows.append(_row(_label(cells[0]), cells, cand[key], threshold, within_process))
         else:
             rows.append(ComparisonRow(_label(cells[0]), None, None, None, "only in the baseline"))
     rows.extend(
@@ -83,7 +93,9 @@ def compare_runs(
     return rows
 
 
-def compare_stacks(cells: Iterable[Cell], baseline: str, threshold: float) -> list[ComparisonRow]:
+def compare_stacks(
+    cells: Iterable[Cell], baseline: str, threshold: float, within_process: bool = False
+) -> list[ComparisonRow]:
     """Every stack against ``baseline`` for each workload, parameters, device and host setting."""
     groups = _workers(cells)
     rows = []
@@ -93,7 +105,7 @@ def compare_stacks(cells: Iterable[Cell], baseline: str, threshold: float) -> li
         for other_key, other in groups.items():
             if other_key[2] != baseline and other_key[:2] + other_key[3:] == key[:2] + key[3:]:
                 label = f"{_label(other[0])} vs {baseline}"
-                rows.append(_row(label, base, other, threshold))
+                rows.append(_row(label, base, other, threshold, within_process))
     return rows
 
 
@@ -102,24 +114,32 @@ def geometric_mean_ratio(rows: Iterable[ComparisonRow]) -> float | None:
     return geometric_mean(ratios) if ratios else None
 
 
+HEADER = ("Cell", "Baseline", "Candidate", "Change", "95% CI of ratio", "p", "Workers", "Verdict")
+
+
+def _texts(row: ComparisonRow) -> tuple[str, ...]:
+    result = row.result
+    if result is None:
+        return (row.label, "", "", "", "", "", "", row.note)
+    unit = " within-process" if result.unit == "block" else ""
+    return (
+        row.label,
+        format_seconds(row.baseline_median),
+        format_seconds(row.candidate_median),
+        f"{(result.ratio - 1) * 100:+.1f}%",
+        f"{result.ci_low:.3f}–{result.ci_high:.3f}",
+        f"{result.p_value:.2g}",
+        f"{result.workers[0]}+{result.workers[1]}{unit}",
+        result.verdict,
+    )
+
+
 def comparison_table(rows: list[ComparisonRow], title: str) -> RichTable:
     table = RichTable(title=title, title_justify="left", title_style="bold")
-    for name in ("Cell", "Baseline", "Candidate", "Change", "95% CI of ratio", "p", "Verdict"):
+    for name in HEADER:
         table.add_column(name, justify="left" if name in ("Cell", "Verdict") else "right")
     for row in rows:
-        result = row.result
-        if result is None:
-            table.add_row(row.label, "", "", "", "", "", row.note)
-            continue
-        table.add_row(
-            row.label,
-            format_seconds(row.baseline_median),
-            format_seconds(row.candidate_median),
-            f"{(result.ratio - 1) * 100:+.1f}%",
-            f"{result.ci_low:.3f}–{result.ci_high:.3f}",
-            f"{result.p_value:.2g}",
-            result.verdict,
-        )
+        table.add_row(*_texts(row))
     return table
 
 
@@ -128,15 +148,51 @@ def regressions(rows: Iterable[ComparisonRow], fail_above: float) -> list[Compar
     return [row for row in rows if row.regression_above(fail_above)]
 
 
+def comparison_notes(rows: list[ComparisonRow], fail_above: float | None) -> list[str]:
+    """The geometric mean, a line per regression past the limit, and a line per cell the
+    limit could not judge."""
+    notes = []
+    geomean = geometric_mean_ratio(rows)
+    if geomean is not None:
+        notes.append(f"geometric mean of ratios: {geomean:.3f} ({(geomean - 1) * 100:+.1f}%)")
+    if fail_above is None:
+        return notes
+    for row in regressions(rows, fail_above):
+        assert row.result is not None
+        notes.append(f"REGRESSION above {fail_above:g}%: {row.label}: {row.result.describe()}")
+    for row in rows:
+        result = row.result
+        if result is not None and result.verdict == INCONCLUSIVE:
+            notes.append(f"not judged against --fail-above: {row.label}: {result.reason}")
+    return notes
+
+
 def comparison_report(
     rows: list[ComparisonRow], title: str, fail_above: float | None
 ) -> list[RenderableType]:
-    """The comparison table, its geometric mean, and a line per regression past the limit."""
-    parts: list[RenderableType] = [comparison_table(rows, title)]
-    geomean = geometric_mean_ratio(rows)
-    if geomean is not None:
-        parts.append(f"geometric mean of ratios: {geomean:.3f} ({(geomean - 1) * 100:+.1f}%)")
-    for row in regressions(rows, fail_above) if fail_above is not None else []:
-        assert row.result is not None
-        parts.append(f"REGRESSION above {fail_above:g}%: {row.label}: {row.result.describe()}")
-    return parts
+    """The comparison table and its notes, for the terminal."""
+    return [comparison_table(rows, title), *comparison_notes(rows, fail_above)]
+
+
+def comparison_markdown(rows: list[ComparisonRow], title: str, fail_above: float | None) -> str:
+    """The same report as Markdown (for pull requests and CI job summaries)."""
+    lines = [f"### {title}", "", "| " + " | ".join(HEADER) + " |"]
+    lines.append("|" + " --- |" * len(HEADER))
+    for row in rows:
+        lines.append("| " + " | ".join(text.replace("|", "\\|") for text in _texts(row)) + " |")
+    notes = comparison_notes(rows, fail_above)
+    return "\n".join([*lines, "", *(f"- {note}" for note in notes)]).rstrip() + "\n"
+
+
+def comparison_json(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
+    """One dict per cell: medians, and the comparison's fields when there is one."""
+    return [
+        {
+            "cell": row.label,
+            "baseline_median_s": row.baseline_median,
+            "candidate_median_s": row.candidate_median,
+            "note": row.note,
+            "comparison": dataclasses.asdict(row.result) if row.result else None,
+        }
+        for row in rows
+    ]

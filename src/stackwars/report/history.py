@@ -7,8 +7,10 @@ above the practical threshold. Noise between runs is not a step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.table import Table as RichTable
 
@@ -33,8 +35,12 @@ def with_steps(points: Sequence[tuple[str, str, Cell]], threshold: float) -> lis
         step = None
         usable = cell.status == "ok" and bool(cell.steady.samples_s)
         if usable and previous is not None:
+            # One worker per run and point: a step is within-process evidence, and says so.
             comparison = compare(
-                [previous.steady.samples_s], [cell.steady.samples_s], threshold=threshold
+                [previous.steady.samples_s],
+                [cell.steady.samples_s],
+                threshold=threshold,
+                within_process=True,
             )
             step = comparison if comparison.verdict != "no clear difference" else None
         if usable:
@@ -44,17 +50,22 @@ def with_steps(points: Sequence[tuple[str, str, Cell]], threshold: float) -> lis
 
 
 def series_by_params(
-    rows: Sequence[tuple[str, str, Cell]],
+    rows: Sequence[tuple[str, str, Cell]], machines: Mapping[str, str] | None = None
 ) -> dict[str, list[tuple[str, str, Cell]]]:
-    """Rows grouped by everything that identifies a cell except the run."""
+    """Rows grouped by everything that identifies a cell except the run, and by machine when
+    the rows come from more than one (``machines``: run id -> fingerprint): times of different
+    machines are never one series."""
+    machines = machines or {}
+    several = len({machines.get(row[0], "?") for row in rows}) > 1
     series: dict[str, list[tuple[str, str, Cell]]] = {}
     for row in rows:
         cell = row[2]
         params = ", ".join(f"{k}={v}" for k, v in sorted(cell.params.items()))
         host = " →host" if cell.to_host else ""
-        series.setdefault(
-            f"{cell.workload}({params}) {cell.stack}{host} @ {cell.device}", []
-        ).append(row)
+        title = f"{cell.workload}({params}) {cell.stack}{host} @ {cell.device}"
+        if several:
+            title += f" on machine {machines.get(row[0], 'unknown (an older run)')}"
+        series.setdefault(title, []).append(row)
     return series
 
 
@@ -75,3 +86,27 @@ def history_table(title: str, points: list[Point]) -> RichTable:
             change,
         )
     return table
+
+
+def history_markdown(title: str, points: list[Point]) -> str:
+    lines = [f"### {title}", "", "| Run | Started | Status | Steady median | Step |"]
+    lines.append("| --- | --- | --- | --- | --- |")
+    for point in points:
+        cell, step = point.cell, point.step
+        median = format_steady(cell) if cell.status == "ok" else cell.status
+        change = f"STEP: {step.describe()}" if step else ""
+        lines.append(f"| {point.run_id} | {point.started} | {cell.status} | {median} | {change} |")
+    return "\n".join(lines) + "\n"
+
+
+def history_json(points: list[Point]) -> list[dict[str, Any]]:
+    return [
+        {
+            "run": point.run_id,
+            "started": point.started,
+            "status": point.cell.status,
+            "median_s": point.cell.steady.median_s,
+            "step": dataclasses.asdict(point.step) if point.step else None,
+        }
+        for point in points
+    ]

@@ -7,6 +7,7 @@ bar and no escape codes, only the per-cell lines, which is what a log reader wan
 
 from __future__ import annotations
 
+import time
 from types import TracebackType
 
 from rich.console import Console
@@ -18,6 +19,9 @@ from stackwars.report.table import TERMINAL_REASON_CHARS, format_parity, format_
 from stackwars.results.schema import Cell
 
 _STATUS_STYLES = {"ok": "green", "unsupported": "dim", "timeout": "yellow"}  # others: red
+# Without a live bar (logs, pipes), a running cell's phase is printed once it has run this long,
+# and then at most this often: a long cell is never silent, a short one adds no lines.
+LOG_PHASE_AFTER_S = 10.0
 
 
 class Progress:
@@ -30,19 +34,25 @@ class Progress:
         self._quiet = quiet
         self._bar: RichProgress | None = None
         self._task: TaskID | None = None
+        self._label = ""
+        self._cell_started = 0.0
+        self._phase_printed = 0.0
+        self._walls: list[float] = []
+        self._clock = time.monotonic
 
     def __enter__(self) -> Progress:
         if not self._quiet and self._console.is_terminal:
             self._bar = RichProgress(
                 BarColumn(),
                 TextColumn("cell {task.fields[index]}/{task.total:.0f}"),
+                TextColumn("{task.fields[left]}"),
                 TimeElapsedColumn(),
                 TextColumn("{task.description}"),
                 console=self._console,
                 transient=True,
             )
             self._bar.start()
-            self._task = self._bar.add_task("", total=self.total, index=0)
+            self._task = self._bar.add_task("", total=self.total, index=0, left="")
         return self
 
     def __exit__(
@@ -56,16 +66,41 @@ class Progress:
             self._bar = None
 
     def start_cell(self, label: str) -> None:
+        self._label, self._cell_started = label, self._clock()
+        self._phase_printed = self._cell_started
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, description=label, index=self.done + 1)
 
+    def phase(self, text: str) -> None:
+        """What the running cell's worker reports it is doing."""
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, description=f"{self._label} · {text}")
+            return
+        now = self._clock()
+        if self._quiet or now - self._phase_printed < LOG_PHASE_AFTER_S:
+            return
+        self._phase_printed = now
+        running = now - self._cell_started
+        line = f"      … {self._label}: {text} ({running:.0f} s)"
+        self._console.print(line, highlight=False, soft_wrap=True, style="dim")
+
     def end_cell(self, cell: Cell) -> None:
         self.done += 1
+        if cell.wall_s is not None:
+            self._walls.append(cell.wall_s)
         if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, completed=self.done)
+            left = self.remaining_s()
+            estimate = f"~{format_duration(left)} left" if left is not None else ""
+            self._bar.update(self._task, completed=self.done, left=estimate)
         if not self._quiet:
             # soft_wrap: a log line must stay one line whatever width rich guesses for a pipe.
             self._console.print(self.cell_line(cell), highlight=False, soft_wrap=True)
+
+    def remaining_s(self) -> float | None:
+        """Time left at the mean wall time of the cells so far (None before the first)."""
+        if not self._walls or self.done >= self.total:
+            return None
+        return (self.total - self.done) * sum(self._walls) / len(self._walls)
 
     def cell_line(self, cell: Cell) -> Text:
         """``[3/12] ok  gemm(n=3000) on jax:jit @ cpu  1.23 ms ± 0.4%  (wall 4.10 s)``."""
@@ -74,7 +109,18 @@ class Progress:
         line.append(f" {cell.label()}  {_outcome(cell)}")
         if cell.wall_s is not None:
             line.append(f"  (wall {cell.wall_s:.2f} s)", style="dim")
+        left = self.remaining_s()
+        if left is not None:
+            line.append(f"  ~{format_duration(left)} left", style="dim")
         return line
+
+
+def format_duration(seconds: float) -> str:
+    """``42 s``, ``3 min``, ``1 h 05 min``: an estimate, so no false precision."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _outcome(cell: Cell) -> str:

@@ -41,6 +41,13 @@ UNSTABLE_MARK = "~"
 UNSTABLE_NOTE = f"{UNSTABLE_MARK} not stable: CI target not reached within the time budget"
 TERMINAL_REASON_CHARS = 60
 NO_PEAK_NOTE = "Roofline: measure this machine's limits once with 'stackwars env --peak'"
+WITHIN_PROCESS_NOTE = (
+    "±: half-width of the 95 % CI of the median within one worker process; the variation "
+    "between processes is not in it (--repeat 3 measures it)"
+)
+ACROSS_WORKERS_NOTE = (
+    "±: half-width of the 95 % CI of the median across fresh workers (hierarchical bootstrap)"
+)
 LATENCY_NOTE = (
     "Call+sync (asynchronous stacks): median single call waited for; the steady median "
     "lets the next call dispatch while one computes"
@@ -166,6 +173,11 @@ def _notes(cells: list[Cell], baseline: Cell | None) -> tuple[str, ...]:
         )
     if any(cell.status == "ok" and not cell.steady.stable for cell in cells):
         notes.append(UNSTABLE_NOTE)
+    timed = [cell for cell in cells if cell.status == "ok"]
+    if any("merged_workers" not in cell.settings for cell in timed):
+        notes.append(WITHIN_PROCESS_NOTE)
+    if any("merged_workers" in cell.settings for cell in timed):
+        notes.append(ACROSS_WORKERS_NOTE)
     if any(cell.status == "ok" and cell.times.latency_s for cell in cells):
         notes.append(LATENCY_NOTE)
     notes.extend(f"{stack_label(cell)}: {warning}" for cell in cells for warning in cell.warnings)

@@ -63,6 +63,7 @@ def _merge(workers: list[Cell]) -> Cell:
     cell.memory.peak_rss_bytes = max((w.memory.peak_rss_bytes or 0) for w in workers)
     if cell.work.flops and summary.median > 0:
         cell.gflops = cell.work.flops / summary.median / 1e9
+    cell.settings["merged_workers"] = len(workers)
     cell.warnings = sorted({w for worker in workers for w in worker.warnings})
     cell.warnings.append(_spread_note(workers))
     return cell

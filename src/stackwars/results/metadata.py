@@ -7,7 +7,9 @@ accelerators from device files and ``nvidia-smi``, never from the frameworks the
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import shutil
@@ -41,6 +43,63 @@ def collect_env() -> dict[str, Any]:
         "machine": machine_info(),
         "versions": framework_versions(),
         "blas_env": blas_environment(),
+    }
+
+
+# What makes two machines the same for timing: hardware, not the software being compared.
+FINGERPRINT_KEYS = ("cpu_model", "arch", "logical_cores", "usable_cores", "memory_total_gib")
+GIT_TIMEOUT_S = 5.0
+
+
+def fingerprint(machine: dict[str, Any]) -> str:
+    """A short hash of a machine_info() dict's hardware (CPU, cores, memory, accelerators)."""
+    facts = {key: machine.get(key) for key in FINGERPRINT_KEYS}
+    facts["memory_total_gib"] = round((machine.get("memory_total_bytes") or 0) / 2**30)
+    facts["accelerators"] = sorted(acc.get("name", "") for acc in machine.get("accelerators", []))
+    text = json.dumps(facts, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def git_state(folder: Path) -> dict[str, Any] | None:
+    """Commit, branch and whether the working tree has changes, when ``folder`` is in a git
+    repository (None otherwise, or when git is missing)."""
+    if shutil.which("git") is None:
+        return None
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", *args],
+                check=False,
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=GIT_TIMEOUT_S,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "commit": commit,
+        "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+        "dirty": bool(status),
+    }
+
+
+def run_identity(label: str = "", folder: Path | None = None) -> dict[str, Any]:
+    """Where and from what a run came: hostname, the machine's fingerprint, the git state of
+    the working folder, and the user's label."""
+    machine = machine_info()
+    return {
+        "label": label,
+        "hostname": platform.node(),
+        "fingerprint": fingerprint(machine),
+        "git": git_state(folder or Path.cwd()),
     }
 
 

@@ -72,6 +72,8 @@ class Run:
     status: str = "running"
     cells: list[Cell] = field(default_factory=list)
     owner: dict[str, Any] = field(default_factory=this_process)
+    # label, hostname, machine fingerprint, git state (results.metadata.run_identity)
+    identity: dict[str, Any] = field(default_factory=dict)
 
     def header(self) -> dict[str, Any]:
         return {
@@ -85,6 +87,7 @@ class Run:
             "options": self.options,
             "planned": self.planned,
             "owner": self.owner,
+            "identity": self.identity,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,5 +114,6 @@ class Run:
             finished=header.get("finished"),
             status=header.get("status", "complete"),
             owner=header.get("owner", {}),
+            identity=header.get("identity", {}),
             cells=[Cell.from_dict(cell) for cell in data.get("cells", [])],
         )

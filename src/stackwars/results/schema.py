@@ -14,7 +14,8 @@ History of SCHEMA_VERSION:
   ``parity.compared_with``,
   ``memory.predicted_bytes``; (2026-11-23) run ``owner`` (host, pid, process start: a
   ``running`` run whose process is gone reads as ``abandoned``), cell
-  ``settings.inherited_environment`` and ``settings.blas``.
+  ``settings.inherited_environment`` and ``settings.blas``, run ``identity`` (label, hostname,
+  machine fingerprint, git commit/branch/dirty).
 """
 
 from __future__ import annotations

@@ -224,6 +224,13 @@ class Store:
             (run_id, started, Cell.from_dict(json.loads(data))) for run_id, started, data in rows
         ]
 
+    def identities(self) -> dict[str, dict[str, Any]]:
+        """Every run's identity (label, hostname, machine fingerprint, git state); empty for
+        runs stored before runs recorded one."""
+        with self._connect() as db:
+            rows = db.execute("SELECT id, header FROM runs").fetchall()
+        return {run_id: json.loads(header).get("identity", {}) for run_id, header in rows}
+
     def add_captures(self, run: Run, cell: Cell, stages: dict[str, str]) -> None:
         with self._connect() as db:
             db.executemany(

@@ -44,6 +44,9 @@ OUTPUT_TAIL_CHARS = 3000
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 Handler = Callable[[dict[str, Any]], Mapping[str, Any]]
+Listener = Callable[[str], None]
+PROGRESS_FILE = "progress.txt"  # in the worker's folder, its working directory
+PROGRESS_INTERVAL_S = 0.5  # a worker reports at most this often, phase changes aside
 
 
 @dataclass(frozen=True)
@@ -72,19 +75,27 @@ def run_child(
     kind: str,
     request: Mapping[str, Any],
     limits: Limits,
+    *,
     scratch: Path | None = None,
+    on_progress: Listener | None = None,
 ) -> ChildEnd:
     """Run worker ``module`` on ``request`` in a fresh process under ``limits``. ``scratch``
     (a folder the caller keeps, e.g. for caches the request names) defaults to a temporary
-    folder removed afterwards."""
+    folder removed afterwards; ``on_progress`` hears what the worker reports it is doing."""
     if scratch is not None:
-        return _run_in(scratch, module, kind, request, limits)
+        return _run_in(scratch, module, kind, request, limits, on_progress=on_progress)
     with tempfile.TemporaryDirectory(prefix=f"stackwars-{kind}-") as folder:
-        return _run_in(Path(folder), module, kind, request, limits)
+        return _run_in(Path(folder), module, kind, request, limits, on_progress=on_progress)
 
 
 def _run_in(
-    folder: Path, module: str, kind: str, request: Mapping[str, Any], limits: Limits
+    folder: Path,
+    module: str,
+    kind: str,
+    request: Mapping[str, Any],
+    limits: Limits,
+    *,
+    on_progress: Listener | None,
 ) -> ChildEnd:
     request_path, result_path = folder / "request.json", folder / "result.json"
     envelope = {
@@ -105,7 +116,7 @@ def _run_in(
             cwd=folder,
         )
         try:
-            end = _watch(popen, limits)
+            end = _watch(popen, limits, _ProgressReader(folder / PROGRESS_FILE, on_progress))
         finally:
             # Whatever interrupted the parent, no worker is left running.
             if popen.poll() is None:
@@ -168,7 +179,41 @@ def kill_tree(popen: subprocess.Popen[bytes]) -> None:
     popen.wait()
 
 
-def _watch(popen: subprocess.Popen[bytes], limits: Limits) -> ChildEnd:
+class _ProgressReader:
+    """Passes on what a worker last wrote to its progress file, once per change."""
+
+    def __init__(self, path: Path, listener: Listener | None) -> None:
+        self.path, self.listener, self.last = path, listener, ""
+
+    def poll(self) -> None:
+        if self.listener is None:
+            return
+        try:
+            text = self.path.read_text(encoding="utf-8").strip()
+        except OSError:
+            return
+        if text and text != self.last:
+            self.last = text
+            self.listener(text)
+
+
+class ProgressWriter:
+    """Worker side: what the worker is doing, for the parent (see run_child's on_progress).
+    Writes at most every PROGRESS_INTERVAL_S, unless ``force``; never inside a timed block."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.path = (folder or Path.cwd()) / PROGRESS_FILE
+        self.written = 0.0
+
+    def __call__(self, text: str, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.written < PROGRESS_INTERVAL_S:
+            return
+        self.written = now
+        write_atomically(self.path, text)
+
+
+def _watch(popen: subprocess.Popen[bytes], limits: Limits, progress: _ProgressReader) -> ChildEnd:
     end = ChildEnd("ok", None)
     process = psutil.Process(popen.pid)
     deadline = time.monotonic() + limits.timeout_s
@@ -190,6 +235,7 @@ def _watch(popen: subprocess.Popen[bytes], limits: Limits) -> ChildEnd:
         if end.status != "ok":
             kill_tree(popen)
             break
+        progress.poll()
         time.sleep(POLL_S)
     return end
 

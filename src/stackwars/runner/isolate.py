@@ -12,7 +12,7 @@ import time
 import psutil
 
 from stackwars.results.schema import Cell
-from stackwars.runner.child import ChildEnd, Limits, run_child
+from stackwars.runner.child import ChildEnd, Limits, Listener, run_child
 from stackwars.runner.protocol import Request
 
 # Other processes using more than this many cores on average while a cell ran: its numbers
@@ -65,12 +65,20 @@ def background_warning(cores: float) -> str:
     )
 
 
-def run_in_worker(request: Request, timeout_s: float, budget_bytes: int) -> Cell:
-    """Measure ``request.cell`` in a fresh worker; every outcome comes back as a Cell."""
+def run_in_worker(
+    request: Request,
+    timeout_s: float,
+    budget_bytes: int,
+    on_progress: Listener | None = None,
+) -> Cell:
+    """Measure ``request.cell`` in a fresh worker; every outcome comes back as a Cell.
+    ``on_progress`` hears the worker's phases as it goes."""
     started = time.monotonic()
     meter = BackgroundMeter()
     limits = Limits(timeout_s, budget_bytes)
-    end = run_child("stackwars.runner.worker", "timing", request.to_dict(), limits)
+    end = run_child(
+        "stackwars.runner.worker", "timing", request.to_dict(), limits, on_progress=on_progress
+    )
     if end.ok and end.result is not None:
         cell = Cell.from_dict(end.result)
     else:

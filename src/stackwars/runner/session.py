@@ -27,6 +27,10 @@ Sink = Callable[[Run, Cell], None]
 class Reporter(Protocol):
     def start_cell(self, label: str) -> None: ...
 
+    def phase(self, text: str) -> None:
+        """What the running cell's worker reports it is doing."""
+        ...
+
     def end_cell(self, cell: Cell) -> None: ...
 
 
@@ -88,7 +92,7 @@ def execute(
     try:
         for index, item in enumerate(planned):
             reporter.start_cell(item.spec.label())
-            cell = _run_one(item, options, caches, index)
+            cell = _run_one(item, options, caches, index, reporter)
             crosscheck(cell, run.cells)
             run.cells.append(cell)
             for sink in sinks:
@@ -104,7 +108,9 @@ def execute(
     return run
 
 
-def _run_one(item: PlannedCell, options: RunOptions, caches: CacheFolders, index: int) -> Cell:
+def _run_one(
+    item: PlannedCell, options: RunOptions, caches: CacheFolders, index: int, reporter: Reporter
+) -> Cell:
     if item.skip_reason:
         request = request_for(item.spec, options, Path())
         cell = failed_cell(request, item.skip_status, item.skip_reason)
@@ -112,7 +118,9 @@ def _run_one(item: PlannedCell, options: RunOptions, caches: CacheFolders, index
         folder = caches.for_cell(index)
         try:
             request = request_for(item.spec, options, folder)
-            cell = run_in_worker(request, options.timeout_s, options.memory_budget)
+            cell = run_in_worker(
+                request, options.timeout_s, options.memory_budget, on_progress=reporter.phase
+            )
         finally:
             caches.release(folder)
     cell.memory.predicted_bytes = item.predicted_bytes

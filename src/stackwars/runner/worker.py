@@ -22,7 +22,7 @@ from stackwars import workloads
 from stackwars.frameworks import FRAMEWORKS, influential_environment, load_framework
 from stackwars.frameworks.base import Framework, RunSettings
 from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Steady, WorkCounts
-from stackwars.runner.child import serve
+from stackwars.runner.child import ProgressWriter, serve
 from stackwars.runner.protocol import Request
 from stackwars.timing.quality import measurement_warnings
 from stackwars.timing.timer import Measurement, Timer
@@ -96,11 +96,15 @@ def classify(exc: BaseException) -> CellFailed:
     return CellFailed("error", tail[-4000:])
 
 
+Progress = Callable[[str, bool], None]  # what the worker is doing; True: a new phase
+
+
 class CellRun:
     """The timing protocol for one cell, stage by stage, filling ``self.cell``."""
 
-    def __init__(self, request: Request) -> None:
+    def __init__(self, request: Request, progress: Progress | None = None) -> None:
         self.request = request
+        self.progress: Progress = progress or (lambda text, change: None)
         spec = request.cell
         self.cell = Cell(
             workload=spec.workload,
@@ -138,11 +142,13 @@ class CellRun:
         # tempfile caches the temporary folder; make it see a TMPDIR set just now.
         tempfile.tempdir = None
         times = self.cell.times
+        self.progress(f"importing {spec.framework}", True)
         try:
             _, times.import_s = timed(framework.load)
         except ImportError as exc:
             hint = FRAMEWORKS[spec.framework].install_hint(spec.mode)
             raise CellFailed("unsupported", f"{exc}; fix: {hint}") from exc
+        self.progress("starting the runtime", True)
         effective, times.init_s = timed(lambda: framework.init(settings))
         self.cell.settings = {
             "environment": environment,
@@ -154,11 +160,13 @@ class CellRun:
             "seed": self.request.seed,
         }
         self.cell.memory.rss_after_import_bytes = peak_rss_bytes()
+        self.progress("making inputs and placing them", True)
         inputs = self.workload.make_inputs(self.params, self.request.seed)
         fn, args, bound = self._setup(framework, builder(self.params), inputs)
         measurement = self._measure(framework, fn, args)
         self._record(framework, measurement)
         self.cell.memory.peak_rss_bytes = peak_rss_bytes()
+        self.progress("parity against the reference", True)
         self._check_parity(framework, fn, args, inputs, bound)
 
     def _setup(
@@ -206,6 +214,7 @@ class CellRun:
             on_first_run=lambda total: phases.update(framework.first_run_phases(total)),
             compile_count=framework.compile_count,
             measure_latency=framework.is_async() and not self.request.cell.to_host,
+            on_phase=self.progress,
         )
         return timer.measure()
 
@@ -287,7 +296,7 @@ def measure(data: dict[str, Any]) -> dict[str, Any]:
     request = Request.from_dict(data)
     for path in request.workload_files:
         workloads.load_workload_file(path)
-    return CellRun(request).run().to_dict()
+    return CellRun(request, ProgressWriter()).run().to_dict()
 
 
 def main(argv: list[str]) -> int:

@@ -1,16 +1,27 @@
-"""Deciding whether two measurements differ: ratio of medians, bootstrap interval, rank test.
+"""Deciding whether two measurements differ: ratio of medians, bootstrap interval, a test.
 
 A comparison is between a baseline and a candidate, each given as the per-call samples of one
-or more workers (``list[list[float]]``: workers, then steady blocks). The ratio is
-``median(candidate) / median(baseline)`` of the pooled samples: above 1 the candidate is slower.
+or more workers (``list[list[float]]``: workers, then steady blocks). Above 1 the ratio says
+the candidate is slower.
 
-* The 95 % interval of the ratio is a hierarchical bootstrap: resample workers with
-  replacement, then blocks within each chosen worker, so that the variation between fresh
-  processes (often larger than within one) is part of the interval.
-* The rank test is Mann-Whitney U (normal approximation with tie correction, two-sided) on the
-  pooled blocks.
-* The verdict calls a difference only when it is significant (the interval excludes 1 and the
-  rank test's p < alpha) *and* larger than a practical threshold (5 % by default).
+The unit of evidence is the worker (a fresh process): times move between processes far more
+than within one (13 % to several hundred % here, docs/results.md), so thousands of blocks from
+one process say how precisely that process was measured, not whether the code changed.
+
+* With at least ``MIN_WORKERS`` workers per side, the ratio is that of the medians of the
+  per-worker medians, and its 95 % interval is Student's t interval of the difference of the
+  mean logarithms of the per-worker medians (the p-value is that t-test's). The verdict calls a
+  difference only when the whole interval lies beyond the practical threshold (above
+  1 + threshold, or below 1 / (1 + threshold)). A percentile bootstrap over 3 workers is too
+  narrow: "bootstrap interval excludes 1, Welch p < alpha and the point beyond the threshold"
+  cried wolf in 6.5 % of simulated identical pairs (tests/test_compare.py), this rule in 2-4 %.
+* With fewer, the verdict is ``inconclusive`` and says why, unless the caller accepts
+  within-process statistics (``within_process=True``): then the ratio is that of the pooled
+  medians, the interval a hierarchical bootstrap (resample workers, then blocks within
+  each), and the test Mann-Whitney U on the pooled blocks
+  (scipy, normal approximation with tie and continuity corrections, two-sided).
+* Within-process, the verdict calls a difference only when it is significant (the interval
+  excludes 1 and p < alpha) *and* larger than a practical threshold (5 % by default).
 
 NumPy is imported inside the functions: this module is analysis of stored results and runs
 only in commands that start no worker.
@@ -28,6 +39,8 @@ Samples = Sequence[Sequence[float]]  # workers -> per-call block times
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 2000
+MIN_WORKERS = 3
+INCONCLUSIVE = "inconclusive"
 
 
 @dataclass(frozen=True)
@@ -36,15 +49,22 @@ class Comparison:
     ci_low: float
     ci_high: float
     p_value: float
-    verdict: str  # "faster", "slower", "no clear difference"
+    verdict: str  # "faster", "slower", "no clear difference", "inconclusive"
     threshold: float
+    unit: str = "worker"  # what the interval and the test count: "worker" or "block"
+    workers: tuple[int, int] = (0, 0)  # baseline, candidate
+    reason: str = ""  # why the verdict is inconclusive
 
     def describe(self) -> str:
         change = (self.ratio - 1) * 100
-        return (
-            f"{self.verdict} ({change:+.1f} %, ratio {self.ratio:.3f} "
-            f"[{self.ci_low:.3f}, {self.ci_high:.3f}], p={self.p_value:.2g})"
+        evidence = (
+            f"ratio {self.ratio:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}], "
+            f"p={self.p_value:.2g}, {self.workers[0]}+{self.workers[1]} workers"
         )
+        if self.unit == "block":
+            evidence += ", within-process"
+        text = f"{self.verdict} ({change:+.1f} %, {evidence})"
+        return f"{text}: {self.reason}" if self.reason else text
 
 
 def _pooled(samples: Samples) -> list[float]:
@@ -111,36 +131,47 @@ def _resampled_medians(rng: Any, samples: Samples, resamples: int) -> Any:
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided p-value of the Mann-Whitney U test (normal approximation, tie-corrected)."""
-    import numpy as np
+    """Two-sided p-value of the Mann-Whitney U test (normal approximation, tie-corrected,
+    with continuity correction); 1.0 when every value is the same."""
+    from scipy.stats import mannwhitneyu
 
-    n1, n2 = len(a), len(b)
-    if n1 == 0 or n2 == 0:
+    if len(a) == 0 or len(b) == 0:
         raise ValueError("the rank test needs samples on both sides")
-    combined = np.concatenate([np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)])
-    ranks = _average_ranks(combined)
-    u1 = ranks[:n1].sum() - n1 * (n1 + 1) / 2
-    mean = n1 * n2 / 2
-    _, counts = np.unique(combined, return_counts=True)
-    n = n1 + n2
-    tie_term = float((counts**3 - counts).sum()) / (n * (n - 1)) if n > 1 else 0.0
-    variance = n1 * n2 / 12 * ((n + 1) - tie_term)
-    if variance <= 0:
+    if len(set(a) | set(b)) == 1:
         return 1.0  # every value is the same: no evidence of a difference
-    z = (abs(u1 - mean) - 0.5) / math.sqrt(variance)  # with continuity correction
-    return math.erfc(max(z, 0.0) / math.sqrt(2))
+    result = mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True)
+    return float(result.pvalue)
 
 
-def _average_ranks(values: Any) -> Any:
-    import numpy as np
+def worker_interval(
+    baseline: Sequence[float], candidate: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """(low, high, p): Student's t interval of candidate / baseline from per-worker medians
+    (on their logarithms, pooled variance), and the two-sided p-value of the same test."""
+    from scipy.stats import t as student
 
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values))
-    ranks[order] = np.arange(1, len(values) + 1)
-    # Tied values share the average of their ranks.
-    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse, weights=ranks)
-    return sums[inverse] / counts[inverse]
+    log_b, log_c = [math.log(x) for x in baseline], [math.log(x) for x in candidate]
+    n_b, n_c = len(log_b), len(log_c)
+    df = n_b + n_c - 2
+    mean_b, mean_c = sum(log_b) / n_b, sum(log_c) / n_c
+    squares = sum((x - mean_b) ** 2 for x in log_b) + sum((x - mean_c) ** 2 for x in log_c)
+    se = math.sqrt(squares / df * (1 / n_b + 1 / n_c))
+    difference = mean_c - mean_b
+    if se == 0:
+        ratio = math.exp(difference)
+        return ratio, ratio, 1.0 if difference == 0 else 0.0
+    half = float(student.ppf(0.5 + confidence / 2, df)) * se
+    p_value = 2 * float(student.sf(abs(difference) / se, df))
+    return math.exp(difference - half), math.exp(difference + half), p_value
+
+
+def beyond_threshold(ci: tuple[float, float], threshold: float) -> str:
+    """The verdict when a whole interval must lie beyond the threshold."""
+    if ci[0] > 1 + threshold:
+        return "slower"
+    if ci[1] < 1 / (1 + threshold):
+        return "faster"
+    return "no clear difference"
 
 
 def verdict(
@@ -159,19 +190,34 @@ def compare(
     threshold: float = DEFAULT_THRESHOLD,
     alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
+    within_process: bool = False,
 ) -> Comparison:
-    pooled_b, pooled_c = _pooled(baseline), _pooled(candidate)
-    ratio = _median(pooled_c) / _median(pooled_b)
-    ci = bootstrap_ratio_ci(baseline, candidate, seed=seed)
-    p_value = mann_whitney_p(pooled_b, pooled_c)
-    return Comparison(
-        ratio=ratio,
-        ci_low=ci[0],
-        ci_high=ci[1],
-        p_value=p_value,
-        verdict=verdict(ratio, ci, p_value, threshold, alpha),
-        threshold=threshold,
-    )
+    """Compare two sets of workers (see the module docstring for the rules)."""
+    workers = (sum(1 for w in baseline if w), sum(1 for w in candidate if w))
+    if within_process:
+        ci = bootstrap_ratio_ci(baseline, candidate, seed=seed)
+        pooled_b, pooled_c = _pooled(baseline), _pooled(candidate)
+        ratio = _median(pooled_c) / _median(pooled_b)
+        p_value = mann_whitney_p(pooled_b, pooled_c)
+        decided = verdict(ratio, ci, p_value, threshold, alpha)
+        return Comparison(ratio, ci[0], ci[1], p_value, decided, threshold, "block", workers)
+    medians_b = [_median(w) for w in baseline if w]
+    medians_c = [_median(w) for w in candidate if w]
+    ratio = _median(medians_c) / _median(medians_b)
+    if min(workers) < MIN_WORKERS:
+        ci = bootstrap_ratio_ci(baseline, candidate, seed=seed)
+        why = (
+            f"{workers[0]} and {workers[1]} worker(s); at least {MIN_WORKERS} fresh workers per "
+            "side are needed to tell a change from the variation between processes (run both "
+            f"with --repeat {MIN_WORKERS}, or accept within-process statistics with "
+            "--within-process)"
+        )
+        return Comparison(
+            ratio, ci[0], ci[1], math.nan, INCONCLUSIVE, threshold, "worker", workers, why
+        )
+    low, high, p_value = worker_interval(medians_b, medians_c, 1 - alpha)
+    decided = beyond_threshold((low, high), threshold)
+    return Comparison(ratio, low, high, p_value, decided, threshold, "worker", workers)
 
 
 def geometric_mean(ratios: Sequence[float]) -> float:

@@ -119,6 +119,7 @@ class Timer:
         compile_count: Callable[[], int] = lambda: 0,
         usage: Callable[[], Usage] = process_usage,
         measure_latency: bool = False,
+        on_phase: Callable[[str, bool], None] = lambda text, change: None,
     ) -> None:
         self.call = call
         self.sync = sync
@@ -129,6 +130,9 @@ class Timer:
         self.compile_count = compile_count
         self.usage = usage
         self.measure_latency = measure_latency
+        # Told what the protocol is doing, between timed runs and blocks (never inside one);
+        # ``change`` marks a new phase, else a progress note within one.
+        self.on_phase = on_phase
 
     def timed_run(self, fn: Callable[[], Any]) -> float:
         start = self.clock()
@@ -137,6 +141,7 @@ class Timer:
 
     def measure(self) -> Measurement:
         before = self.compile_count()
+        self.on_phase("first run (compiles, if the stack compiles)", True)
         first = self.timed_run(self.first_call)
         compiles_first = self.compile_count() - before
         if self.on_first_run is not None:
@@ -158,6 +163,7 @@ class Timer:
         )
         self._steady(measurement)
         if self.measure_latency:
+            self.on_phase("latency: single synchronised calls", True)
             measurement.latency_s = self._latency()
         return measurement
 
@@ -181,6 +187,7 @@ class Timer:
                 break
             if self.clock() - start >= config.warmup_budget_s:
                 break
+            self.on_phase(f"warm-up: run {len(runs_so_far) + len(runs) + 1}", False)
             runs.append(self.timed_run(self.call))
         return runs
 
@@ -214,6 +221,7 @@ class Timer:
 
     def _steady(self, m: Measurement) -> None:
         config = self.config
+        self.on_phase(f"steady: blocks of {m.inner_loops} call(s)", True)
         compiles_before = self.compile_count()
         usage_before = self.usage()
         start = self.clock()
@@ -225,9 +233,11 @@ class Timer:
             elapsed = self.clock() - start
             if len(m.block_s) >= next_check and elapsed >= config.min_steady_s:
                 next_check = len(m.block_s) + max(1, len(m.block_s) // 10)
-                if m.summary().ci_half_width_rel <= config.target_rel_ci:
+                width = m.summary().ci_half_width_rel
+                if width <= config.target_rel_ci:
                     m.stable = True
                     break
+                self.on_phase(f"steady: ±{width:.1%} after {len(m.block_s)} blocks", False)
             if elapsed >= config.steady_budget_s and len(m.block_s) >= 2:
                 break
         if not m.stable and len(m.block_s) >= 2:
