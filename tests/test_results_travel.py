@@ -84,6 +84,10 @@ def test_import_adds_an_exported_run_once(
     assert "base" in capsys.readouterr().out
     assert main(["runs", "--db", db, "--label", "other"]) == 0
     assert "base" not in capsys.readouterr().out.split("command")[-1]
+    assert main(["runs", "--db", db, "--machine", FINGERPRINT]) == 0
+    assert "base" in capsys.readouterr().out.split("command")[-1]
+    assert main(["runs", "--db", db, "--machine", "000000000000"]) == 0
+    assert "base" not in capsys.readouterr().out.split("command")[-1]
 
 
 def test_a_file_that_is_not_a_run_is_one_line(

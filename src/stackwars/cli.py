@@ -272,6 +272,9 @@ def _add_results_commands(subparsers: argparse._SubParsersAction[_Parser]) -> No
     runs = subparsers.add_parser("runs", help="list the stored runs")
     runs.add_argument("--db", metavar="PATH", help=db_help)
     runs.add_argument("--label", metavar="TEXT", help="only runs with this label")
+    runs.add_argument(
+        "--machine", metavar="FINGERPRINT", help="only runs of this machine (the machine column)"
+    )
     show = subparsers.add_parser(
         "show", help="the tables of a stored run, with sweeps and crossovers"
     )

@@ -27,6 +27,8 @@ def runs(args: argparse.Namespace, argv: list[str]) -> int:
         identity = header.get("identity", {})
         if args.label is not None and identity.get("label") != args.label:
             continue
+        if args.machine is not None and identity.get("fingerprint") != args.machine:
+            continue
         cells = ", ".join(f"{n} {status}" for status, n in counts.items()) or "none"
         command = " ".join(header.get("argv", []))
         machine = f"{identity.get('hostname', '?')} {identity.get('fingerprint', '')}".strip()
