@@ -135,6 +135,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
         ]
     ],
     "stackwars selftest": [["selftest", "--stacks", "numpy:eager,jax:jit"]],
+    "stackwars behave --details": [["behave", "--details", "--stacks", "numpy:eager,jax:jit"]],
     "stackwars run --suite quick --repeat 3 --label main --json baseline.json": [
         [
             "run",

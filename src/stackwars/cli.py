@@ -224,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rerun.add_argument("run", metavar="RUN", help="a run id or 'latest'")
     _add_rerun_output(rerun)
+    _add_behave(subparsers)
     _add_results_commands(subparsers)
     _add_ir(subparsers)
     selftest = subparsers.add_parser(
@@ -241,6 +242,27 @@ def build_parser() -> argparse.ArgumentParser:
     selftest.add_argument("--device", default="cpu", help="cpu, gpu, gpu:1 or tpu (default cpu)")
     selftest.add_argument("--timeout", type=float, metavar="S", help="per stack, seconds (300)")
     return parser
+
+
+def _add_behave(subparsers: argparse._SubParsersAction[_Parser]) -> None:
+    behave = subparsers.add_parser(
+        "behave",
+        help="how each stack behaves when ordinary Python meets its compiler (probes)",
+        description=(
+            "Run small probe programs (seed 000's JIT pitfalls and their fixes, Python side "
+            "effects, a new shape) on every stack, each in a fresh worker, and classify what "
+            "happened: works, error, silently different, retraced N, unsupported."
+        ),
+        epilog="example: stackwars behave --probes boolean-mask,value-if --stacks jax",
+    )
+    behave.add_argument("--probes", metavar="A,B", help="comma list (default: every probe)")
+    behave.add_argument("--stacks", help="comma list of framework:mode (default: every stack)")
+    behave.add_argument("--list", action="store_true", help="list the probes and stop")
+    behave.add_argument("--details", action="store_true", help="one line per cell: what happened")
+    behave.add_argument("--json", metavar="PATH", help="also write the outcomes as JSON")
+    behave.add_argument("--timeout", type=float, metavar="S", help="per probe and stack (300)")
+    behave.add_argument("--quiet", action="store_true", help="only the matrix")
+    behave.add_argument("--workload-file", action="append", default=[], metavar="PATH")
 
 
 def _add_ir(subparsers: argparse._SubParsersAction[_Parser]) -> None:

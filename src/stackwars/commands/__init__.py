@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from stackwars.commands import compare, history, ir, listing, results, run, selftest
+from stackwars.commands import behave, compare, history, ir, listing, results, run, selftest
 
 Handler = Callable[[argparse.Namespace, list[str]], int]
 
@@ -22,6 +22,7 @@ HANDLERS: dict[str, Handler] = {
     "history": history.history,
     "ir": ir.ir,
     "selftest": selftest.selftest,
+    "behave": behave.behave_command,
 }
 
 
