@@ -19,7 +19,8 @@ SEED_000 = ["boolean-mask", "value-if", "value-if-static", "array-shape", "stati
 @pytest.mark.slow
 def test_seed_000s_pitfalls_fail_on_jax_jit_and_their_fixes_work() -> None:
     pytest.importorskip("jax")
-    found = {o.probe: o for o in behave([*SEED_000, "side-effect", "new-shape"], "jax:jit")}
+    names = [*SEED_000, "side-effect", "new-shape", "captured-global"]
+    found = {o.probe: o for o in behave(names, "jax:jit")}
     assert found["boolean-mask"].outcome == "error"
     assert "NonConcreteBooleanIndexError" in found["boolean-mask"].detail
     assert found["value-if"].outcome == "error"
@@ -32,6 +33,9 @@ def test_seed_000s_pitfalls_fail_on_jax_jit_and_their_fixes_work() -> None:
     assert found["side-effect"].outcome == "silently different"
     assert "ran 1× in 3 calls" in found["side-effect"].detail
     assert found["new-shape"].outcome == "retraced 2"
+    # The global was read when tracing: call 2 silently used the old value.
+    assert found["captured-global"].outcome == "silently different"
+    assert found["captured-global"].detail.startswith("call 2:")
 
 
 @pytest.mark.slow

@@ -229,3 +229,28 @@ register(
         implementations=dict.fromkeys(("numpy", "jax", "torch", "tensorflow"), _affine),
     )
 )
+
+
+# 6. A global the function reads, changed between calls: does the second call see it?
+
+
+def _captured_global(mode: str, prepare: Prepare, tally: Fn) -> Fn:
+    settings = {"scale": 2.0}  # stands for a module-level global the function reads
+    compiled = prepare(lambda x: x * settings["scale"])
+
+    def call(x: Any, scale: float) -> Any:
+        settings["scale"] = scale  # the user's code changes the global between calls
+        return compiled(x)
+
+    return call
+
+
+register(
+    Probe(
+        name="captured-global",
+        description="x * SCALE with the global SCALE 2.0, then 3.0: does call 2 see 3.0?",
+        calls=lambda: [(_vector(), 2.0), (_vector(), 3.0)],
+        reference=lambda args: _f64(args[0]) * args[1],
+        implementations=dict.fromkeys(("numpy", "jax", "torch", "tensorflow"), _captured_global),
+    )
+)
