@@ -22,12 +22,13 @@ LAYERS = {
     "suite_files": 3,
     "runner": 4,
     "report": 4,
-    "api": 5,
-    "inprocess": 5,
-    "behave": 5,
-    "commands": 6,
-    "cli": 7,
-    "__main__": 8,
+    "stored": 5,
+    "api": 6,
+    "inprocess": 6,
+    "behave": 6,
+    "commands": 7,
+    "cli": 8,
+    "__main__": 9,
 }
 
 
