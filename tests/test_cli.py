@@ -18,7 +18,7 @@ FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
         (["--workload", "nope"], "unknown workload 'nope'; allowed: "),
         (
             ["--suite", "nope"],
-            "unknown suite 'nope'; allowed: models, numpy-vs-jax, quick, seed-blog, stack-wars",
+            "unknown suite 'nope'; allowed: compile-cache, models, numpy-vs-jax, quick, seed-blog",
         ),
         (["--workload", "gemm", "--stacks", "jax:fast"], "unknown stack 'jax:fast'"),
         (["--workload", "gemm", "--param", "m=3"], "has no parameter 'm'; allowed: n, dtype"),

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from stackwars import workloads
-from stackwars.config import RunOptions, default_memory_budget, parse_device, parse_size
+from stackwars.config import (
+    CACHE_MODES,
+    RunOptions,
+    choose,
+    default_memory_budget,
+    parse_device,
+    parse_size,
+)
 from stackwars.errors import UsageError
 from stackwars.frameworks import (
     FRAMEWORKS,
@@ -55,7 +62,7 @@ from stackwars.stored import (  # noqa: F401
     threshold,
 )
 from stackwars.suite_files import load_suite_file
-from stackwars.suites import get_suite
+from stackwars.suites import Suite, get_suite
 from stackwars.timing.timer import TimingConfig
 
 IR_TIMEOUT_S = 600.0
@@ -88,10 +95,12 @@ class Measure:
     memory_budget: str | None = None  # "8GiB"; None: 75 % of the memory available now
     target_ci_pct: float | None = None
     budget_s: float | None = None
-    cache: str = "cold"
+    cache: str | None = None  # cold, warm, pristine, cold-then-warm; None: the suite's, or cold
+    cache_dir: str | None = None  # keep compile caches here across runs (implies warm)
     threads: int | None = None
     x64: str = "auto"
     force: bool = False
+    preallocate: bool = False
     seed: int = 0
     repeat: int = 1
     order_seed: int = 0
@@ -108,8 +117,8 @@ class PlannedRun:
     warnings: list[str] = field(default_factory=list)
 
 
-def choose_cells(selection: Selection) -> tuple[list[CellSpec], dict[str, float]]:
-    """The cells asked for, and the suite's timing overrides (none for a single workload)."""
+def choose_cells(selection: Selection) -> tuple[list[CellSpec], Suite | None]:
+    """The cells asked for, and the suite they come from (None for a single workload)."""
     if sum(map(bool, (selection.suite, selection.workload, selection.suite_file))) > 1:
         raise UsageError("choose one of a suite, a suite file or a workload")
     for path in selection.workload_files:
@@ -120,7 +129,7 @@ def choose_cells(selection: Selection) -> tuple[list[CellSpec], dict[str, float]
         workload = workloads.get(selection.workload)
         values = plan.parse_param_args(workload, selection.params)
         cells = plan.cells_for(workload, values, stacks or all_stacks(), device)
-        overrides: dict[str, float] = {}
+        suite = None
     else:
         suite = (
             load_suite_file(Path(selection.suite_file))
@@ -128,16 +137,16 @@ def choose_cells(selection: Selection) -> tuple[list[CellSpec], dict[str, float]
             else get_suite(selection.suite or "quick")
         )
         values = plan.suite_param_args(suite, selection.params)
-        cells, overrides = plan.suite_cells(suite, stacks, device, values), suite.timing
+        cells = plan.suite_cells(suite, stacks, device, values)
     if selection.to_host:
         cells = [dataclasses.replace(cell, to_host=True) for cell in cells]
     if not cells:
         raise UsageError("nothing to run: the stacks chosen do not meet the suite's stacks")
-    return cells, overrides
+    return cells, suite
 
 
 def run_options(
-    measure: Measure, device: str, overrides: Mapping[str, float], workload_files: Sequence[str]
+    measure: Measure, device: str, suite: Suite | None, workload_files: Sequence[str]
 ) -> RunOptions:
     """Checked options of a run; a bad value is refused with what is allowed."""
     if measure.timeout_s is not None and measure.timeout_s <= 0:
@@ -145,18 +154,38 @@ def run_options(
     if measure.threads is not None and measure.threads < 1:
         raise UsageError(f"--threads {measure.threads} must be at least 1")
     budget = parse_size(measure.memory_budget) if measure.memory_budget else None
+    cache, cache_root = _cache(measure, suite)
     return RunOptions(
         device=parse_device(device),
         timeout_s=measure.timeout_s or RunOptions.timeout_s,
         memory_budget=budget or default_memory_budget(),
-        cache=measure.cache,
+        cache=cache,
         threads=measure.threads,
         x64=measure.x64,
         seed=measure.seed,
-        timing=_timing(measure, overrides),
+        timing=_timing(measure, suite.timing if suite else {}),
         workload_files=tuple(str(Path(p).resolve()) for p in workload_files),
+        cache_root=cache_root,
         force=measure.force,
+        preallocate=measure.preallocate,
     )
+
+
+def _cache(measure: Measure, suite: Suite | None) -> tuple[str, Path | None]:
+    """The compile-cache mode (asked, else the suite's, else cold) and where caches live."""
+    cache = measure.cache or (suite.cache if suite else None) or "cold"
+    choose("cache mode", cache, CACHE_MODES)
+    if not measure.cache_dir:
+        return cache, None
+    if measure.cache not in (None, "warm"):
+        raise UsageError(
+            f"--cache-dir keeps compile caches from one run to the next, which --cache "
+            f"{measure.cache} does not do; drop --cache {measure.cache} (--cache-dir means warm)"
+        )
+    root = Path(measure.cache_dir).expanduser().resolve()
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"--cache-dir {measure.cache_dir} is a file; give a folder")
+    return "warm", root
 
 
 def _timing(measure: Measure, overrides: Mapping[str, float]) -> TimingConfig:
@@ -179,12 +208,23 @@ def plan_run(
 ) -> PlannedRun:
     """A new run of the cells selected, planned (nothing measured yet); ``label`` names it in
     ``runs`` and comparisons."""
-    chosen, overrides = choose_cells(selection)
-    options = run_options(measure, selection.device, overrides, selection.workload_files)
+    chosen, suite = choose_cells(selection)
+    options = run_options(measure, selection.device, suite, selection.workload_files)
     cells = plan.schedule(chosen, measure.repeat, measure.order_seed)
     record = _new_run(options, cells, argv, label)
     planned = plan.plan(cells, options.memory_budget, options.force)
-    return PlannedRun(record, planned, options, machine_warnings(record.machine))
+    warnings = machine_warnings(record.machine) + option_warnings(options)
+    return PlannedRun(record, planned, options, warnings)
+
+
+def option_warnings(options: RunOptions) -> list[str]:
+    """Options that will not do what their name suggests on this run's device."""
+    if options.preallocate and options.device == "cpu":
+        return [
+            "--preallocate changes nothing on cpu: JAX and TensorFlow pre-allocate accelerator "
+            "memory only (it is still recorded in each cell's settings)"
+        ]
+    return []
 
 
 def plan_rerun(
@@ -226,8 +266,8 @@ def _new_run(
 def max_batches(selection: Selection, measure: Measure) -> tuple[list[MaxBatch], int]:
     """For each selected cell with a batch parameter, the largest batch predicted to fit the
     memory budget, and the budget (nothing runs)."""
-    chosen, overrides = choose_cells(selection)
-    options = run_options(measure, selection.device, overrides, selection.workload_files)
+    chosen, suite = choose_cells(selection)
+    options = run_options(measure, selection.device, suite, selection.workload_files)
     return maxbatch.max_batches(chosen, options.memory_budget), options.memory_budget
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stackwars import commands
+from stackwars.config import CACHE_MODES
 from stackwars.errors import UsageError
 
 EXIT_BAD_INPUT = 2
@@ -120,10 +121,23 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
     )
     limits.add_argument(
         "--cache",
-        default="cold",
-        choices=("cold", "warm", "pristine"),
-        help="compile caches: fresh per cell (cold), shared (warm), or fresh "
-        "including toolchain artifacts such as Inductor's headers (pristine)",
+        choices=CACHE_MODES,
+        help="compile caches: fresh per cell (cold, the default), shared (warm), fresh "
+        "including toolchain artifacts such as Inductor's headers (pristine), or each cell "
+        "cold and then its first run again in a fresh worker with the cache it filled "
+        "(cold-then-warm; the compile-cache suite's)",
+    )
+    limits.add_argument(
+        "--cache-dir",
+        metavar="PATH",
+        help="keep persistent compile caches (JAX's, Inductor's) in PATH across runs: the "
+        "first run fills it, later runs start warm (implies --cache warm)",
+    )
+    limits.add_argument(
+        "--preallocate",
+        action="store_true",
+        help="let JAX and TensorFlow reserve most of an accelerator's memory upfront, their "
+        "default (stackwars turns it off so memory peaks are the work's); no effect on cpu",
     )
     limits.add_argument(
         "--threads",

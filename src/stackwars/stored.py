@@ -43,6 +43,12 @@ def compare(
     test and verdict for each, workers as the unit (``within_process`` accepts one worker's
     blocks as the evidence). Runs from different machines are not judged."""
     baseline, candidate = load_run(run_a, db), load_run(run_b, db)
+    for record in (baseline, candidate):
+        if record.kind != "timing":
+            raise UsageError(
+                f"run {record.id} is a {record.kind} run, with no timings to compare; "
+                "compare two runs of 'stackwars run' (see 'stackwars runs')"
+            )
     rows = compare_runs(baseline.cells, candidate.cells, threshold(threshold_pct), within_process)
     mismatch = machine_mismatch(baseline, candidate)
     return baseline, candidate, [not_judged(row, mismatch) for row in rows] if mismatch else rows
@@ -94,6 +100,8 @@ def import_run(path: Path, db: str | None = None) -> Run:
     results.begin_run(record)
     for cell in record.cells:
         results.add_cell(record, cell)
+    for outcome in record.outcomes:
+        results.add_outcome(record, outcome)
     results.finish_run(record)
     return record
 

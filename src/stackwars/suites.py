@@ -24,6 +24,7 @@ class Suite:
     description: str
     entries: tuple[SuiteEntry, ...]
     timing: dict[str, float] = field(default_factory=dict)  # TimingConfig overrides
+    cache: str | None = None  # the compile-cache mode it needs (None: the run's, cold)
 
 
 SEED_002 = ("numpy:eager", "jax:eager", "jax:jit")
@@ -92,6 +93,24 @@ SUITES: dict[str, Suite] = {
                 "768, 12 heads, d_ff 3072) on every stack, forward and with gradients"
             ),
             entries=STACK_WARS_OPS,
+        ),
+        Suite(
+            name="compile-cache",
+            description=(
+                "issue 13: each cell's first run with an empty persistent compile cache, then "
+                "again in a fresh worker that finds the cache filled (cold-then-warm), on "
+                "every stack: what JAX's and Inductor's caches save, and TensorFlow without one"
+            ),
+            entries=(
+                SuiteEntry("gemm", {"n": (256,), "dtype": ("float32",)}),
+                SuiteEntry("ffn", {**GPT2_SMALL, "d_ff": (3072,), "task": TASKS}),
+                SuiteEntry(
+                    "mha", {**GPT2_SMALL, "heads": (12,), "causal": (True,), "task": ("grad",)}
+                ),
+            ),
+            # The first run is the measurement; steady state only feeds the break-even.
+            timing={"steady_budget_s": 0.5, "warmup_budget_s": 1.0, "min_steady_s": 0.1},
+            cache="cold-then-warm",
         ),
         Suite(
             name="models",

@@ -10,11 +10,13 @@ from rich.table import Table
 
 from stackwars import api
 from stackwars.report.comparison import comparison_report, regressions
+from stackwars.report.compile import compile_markdown, compile_table
 from stackwars.report.console import report_console
 from stackwars.report.crossover import crossovers, find_sweeps, sweep_table
 from stackwars.report.export import to_csv
 from stackwars.report.table import build_tables, render_markdown, render_rich
 from stackwars.results.aggregate import merge_repeats
+from stackwars.results.compile import compile_summaries
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
 
@@ -50,12 +52,16 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
         console.print(f"warning: {stale}")
     tables = build_tables(cells, peak)
     console.print(render_rich(tables))
+    summaries = compile_summaries(record.cells)
+    if summaries:
+        console.print(compile_table(summaries))
     for sweep in find_sweeps(cells):
         console.print(sweep_table(sweep))
         for crossover in crossovers(sweep):
             console.print(f"crossover: {crossover.describe()}")
     if args.markdown:
-        Path(args.markdown).write_text(render_markdown(tables), encoding="utf-8")
+        markdown = render_markdown(tables) + (compile_markdown(summaries) if summaries else "")
+        Path(args.markdown).write_text(markdown, encoding="utf-8")
     if not args.baseline:
         return 0
     rows = api.compare_with_stack(record, args.baseline, args.threshold, args.within_process)

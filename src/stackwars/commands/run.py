@@ -7,11 +7,13 @@ from pathlib import Path
 
 from stackwars import api
 from stackwars.errors import UsageError
+from stackwars.report.compile import compile_markdown, compile_table
 from stackwars.report.console import report_console
 from stackwars.report.maxbatch import max_batch_table
 from stackwars.report.progress import Progress
 from stackwars.report.table import build_tables, render_markdown, render_rich, status_counts
 from stackwars.results.aggregate import merge_repeats
+from stackwars.results.compile import compile_summaries
 
 EXIT_NOT_ALL_OK = 1
 
@@ -36,6 +38,8 @@ def measure(args: argparse.Namespace) -> api.Measure:
         target_ci_pct=args.target_ci,
         budget_s=args.budget,
         cache=args.cache,
+        cache_dir=args.cache_dir,
+        preallocate=args.preallocate,
         threads=args.threads,
         x64=args.x64,
         force=args.force,
@@ -79,8 +83,12 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
         console.print(f"warning: {stale}")
     tables = build_tables(merge_repeats(record.cells), peak)
     console.print(render_rich(tables))
+    summaries = compile_summaries(record.cells)
+    if summaries:
+        console.print(compile_table(summaries))
     if args.markdown:
-        Path(args.markdown).write_text(render_markdown(tables), encoding="utf-8")
+        markdown = render_markdown(tables) + (compile_markdown(summaries) if summaries else "")
+        Path(args.markdown).write_text(markdown, encoding="utf-8")
     console.print(f"run {record.id}: {status_counts(record.cells)}; stored in {results.path}")
     if getattr(args, "capture_ir", False):
         for line in api.capture_run_ir(record, planned.options, results):

@@ -49,6 +49,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             devices=("cpu", "gpu", "tpu"),
             distributions=("jax", "jaxlib"),
             environment_prefixes=("JAX_", "TPU_"),
+            compile_caches=dict.fromkeys(("eager", "jit"), "JAX's persistent compilation cache"),
             ir_capture={
                 "jit": IrCapture(
                     stages=(
@@ -74,6 +75,10 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             devices=("cpu", "gpu"),
             distributions=("torch",),
             environment_prefixes=("TORCH", "PYTORCH_"),
+            compile_caches={
+                "compile": "Inductor's FX-graph and AOTAutograd caches",
+                "xla": "JAX's persistent compilation cache (torchax compiles with jax.jit)",
+            },
             mode_implementations={
                 "xla": ModeImplementation(
                     implementation="stackwars.frameworks.torch_xla:TorchXlaFramework",

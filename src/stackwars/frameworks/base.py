@@ -131,6 +131,9 @@ class FrameworkInfo:
     environment_prefixes: tuple[str, ...] = ()
     # Per mode with a compiler, the IR it gives; a mode left out has none (op by op).
     ir_capture: Mapping[str, IrCapture] = field(default_factory=dict, hash=False)
+    # Mode -> the persistent compile cache its compiled code can be reloaded from in a later
+    # process (--cache warm, cold-then-warm); a mode missing here keeps none.
+    compile_caches: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def implementation_for(self, mode: str | None) -> str:
         """The "module:Class" that runs ``mode`` (None: the framework's own class)."""
@@ -153,12 +156,18 @@ class RunSettings:
 
     device: str = "cpu"
     threads: int | None = None
-    cache: str = "cold"  # cold | warm | pristine
+    cache: str = "cold"  # cold | warm | pristine | cold-then-warm
     cache_dir: str = ""
     x64: bool = False
     preallocate: bool = False
     matmul_precision: str = "highest"
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def persistent_cache(self) -> bool:
+        """Whether persistent compile caches are on (in ``cache_dir``): warm, and both
+        workers of cold-then-warm (the first fills an empty folder, the second reads it)."""
+        return self.cache in ("warm", "cold-then-warm")
 
 
 class Framework(ABC):

@@ -79,11 +79,11 @@ class JaxFramework(Framework):
             "JAX_ENABLE_X64": str(settings.x64).lower(),
             "XLA_PYTHON_CLIENT_PREALLOCATE": str(settings.preallocate).lower(),
         }
-        if settings.cache != "warm":
+        if not settings.persistent_cache:
             environment["JAX_ENABLE_COMPILATION_CACHE"] = "false"
             return environment
         if not settings.cache_dir:
-            raise ValueError("a warm jax cell needs settings.cache_dir for its compile cache")
+            raise ValueError("jax's persistent cache needs settings.cache_dir for its folder")
         return environment | {
             "JAX_ENABLE_COMPILATION_CACHE": "true",
             "JAX_COMPILATION_CACHE_DIR": str(Path(settings.cache_dir) / "jax"),

@@ -59,6 +59,8 @@ def _merge(workers: list[Cell]) -> Cell:
     for name in TIME_FIELDS:
         values = [getattr(w.times, name) for w in workers if getattr(w.times, name) is not None]
         setattr(cell.times, name, statistics.median(values) if values else None)
+    cell.first_run_breakdown = _median_phases([w.first_run_breakdown for w in workers])
+    _merge_warm_starts(cell, workers)
     cell.runs_to_steady = max((w.runs_to_steady or 0) for w in workers)
     cell.memory.peak_rss_bytes = max((w.memory.peak_rss_bytes or 0) for w in workers)
     if cell.work.flops and summary.median > 0:
@@ -67,6 +69,25 @@ def _merge(workers: list[Cell]) -> Cell:
     cell.warnings = sorted({w for worker in workers for w in worker.warnings})
     cell.warnings.append(_spread_note(workers))
     return cell
+
+
+def _median_phases(breakdowns: list[dict[str, float]]) -> dict[str, float]:
+    """Each phase's median over the workers that report it."""
+    names = dict.fromkeys(name for phases in breakdowns for name in phases)
+    return {
+        name: statistics.median(phases[name] for phases in breakdowns if name in phases)
+        for name in names
+    }
+
+
+def _merge_warm_starts(cell: Cell, workers: list[Cell]) -> None:
+    measured = [w.warm_start for w in workers if w.warm_start.first_run_s is not None]
+    if not measured:
+        return
+    start = cell.warm_start
+    start.status, start.reason = "ok", ""
+    start.first_run_s = statistics.median(s.first_run_s or 0.0 for s in measured)
+    start.first_run_breakdown = _median_phases([s.first_run_breakdown for s in measured])
 
 
 def _spread_note(workers: list[Cell]) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import psutil
 
+from stackwars.results.compile import compile_summaries, summaries_as_data
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.schema import SCHEMA_VERSION, Cell
 
@@ -74,6 +75,8 @@ class Run:
     owner: dict[str, Any] = field(default_factory=this_process)
     # label, hostname, machine fingerprint, git state (results.metadata.run_identity)
     identity: dict[str, Any] = field(default_factory=dict)
+    kind: str = "timing"  # or "behave": probe outcomes (results.behave.Outcome) instead of cells
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
 
     def header(self) -> dict[str, Any]:
         return {
@@ -88,13 +91,22 @@ class Run:
             "planned": self.planned,
             "owner": self.owner,
             "identity": self.identity,
+            "kind": self.kind,
         }
 
     def to_dict(self) -> dict[str, Any]:
+        if self.kind == "behave":
+            return {
+                "schema_version": SCHEMA_VERSION,
+                "run": self.header(),
+                "outcomes": self.outcomes,
+            }
         return {
             "schema_version": SCHEMA_VERSION,
             "run": self.header(),
             "cells": [cell.to_dict() for cell in self.cells],
+            # Derived from the cells, for readers of the file; never read back.
+            "compile": summaries_as_data(compile_summaries(self.cells)),
         }
 
     def write_json(self, path: Path) -> None:
@@ -116,4 +128,6 @@ class Run:
             owner=header.get("owner", {}),
             identity=header.get("identity", {}),
             cells=[Cell.from_dict(cell) for cell in data.get("cells", [])],
+            kind=header.get("kind", "timing"),
+            outcomes=list(data.get("outcomes", [])),
         )

@@ -15,7 +15,12 @@ History of SCHEMA_VERSION:
   ``memory.predicted_bytes``; (2026-11-23) run ``owner`` (host, pid, process start: a
   ``running`` run whose process is gone reads as ``abandoned``), cell
   ``settings.inherited_environment`` and ``settings.blas``, run ``identity`` (label, hostname,
-  machine fingerprint, git commit/branch/dirty).
+  machine fingerprint, git commit/branch/dirty); cell ``warm_start`` (``--cache
+  cold-then-warm``: the first run again, in a fresh worker that finds the compile cache the
+  cell's worker filled), the run JSON's derived ``compile`` section (break-even calls and
+  compiled-versus-eager speed-up, recomputed from the cells whenever a run is written; readers
+  ignore it); run ``kind`` (``timing``, or ``behave``: a ``stackwars behave`` run, whose file
+  holds ``outcomes``, one per probe and stack, instead of ``cells``).
 """
 
 from __future__ import annotations
@@ -69,6 +74,19 @@ class Steady:
 class Compiles:
     first_run: int | None = None
     steady: int | None = None
+
+
+@dataclass
+class WarmStart:
+    """The first run measured again in a fresh worker whose compile cache the cell's own
+    worker filled (``--cache cold-then-warm``); status None when not measured."""
+
+    status: str | None = None
+    reason: str = ""
+    first_run_s: float | None = None
+    first_run_breakdown: dict[str, float] = field(default_factory=dict)
+    compiles_first_run: int | None = None
+    wall_s: float | None = None  # the warm worker's whole life (import and set-up included)
 
 
 @dataclass
@@ -140,6 +158,7 @@ class Cell:
     settings: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     wall_s: float | None = None  # the worker's whole life, seen from the parent
+    warm_start: WarmStart = field(default_factory=WarmStart)
 
     def key(self) -> tuple[str, str, str, str, bool]:
         return cell_key(self.workload, self.params, self.stack, self.device, self.to_host)
@@ -162,6 +181,7 @@ class Cell:
             "cpu": Cpu,
             "parity": Parity,
             "work": WorkCounts,
+            "warm_start": WarmStart,
         }
         known = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in known}

@@ -11,6 +11,8 @@ History of STORE_VERSION (the layout of the tables, apart from the JSON they hol
   ``--resume`` finds finished cells without parsing every cell's JSON; filled in from the
   stored JSON when a version-1 store is opened.
 * 3 (2026-11-22): table captures, the compiler IR of a run's cells (``run --capture-ir``).
+* 4 (2026-11-23): table outcomes, what each probe did on each stack in a ``stackwars behave``
+  run (a run of kind ``behave``: it has outcomes, no cells).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from stackwars.results.jsonio import dump
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell
 
-STORE_VERSION = 3
+STORE_VERSION = 4
 DEFAULT_DB = "stackwars.sqlite"
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -49,6 +51,10 @@ CREATE INDEX IF NOT EXISTS cells_by_workload ON cells (workload, stack);
 CREATE TABLE IF NOT EXISTS captures (
     run_id TEXT NOT NULL REFERENCES runs(id), cell_key TEXT NOT NULL, stage TEXT NOT NULL,
     text TEXT NOT NULL, PRIMARY KEY (run_id, cell_key, stage)
+);
+CREATE TABLE IF NOT EXISTS outcomes (
+    run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, probe TEXT NOT NULL,
+    stack TEXT NOT NULL, outcome TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
 );
 """
 
@@ -72,8 +78,16 @@ def _migrate_2_to_3(db: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_3_to_4(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE outcomes (run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, "
+        "probe TEXT NOT NULL, stack TEXT NOT NULL, outcome TEXT NOT NULL, data TEXT NOT NULL, "
+        "PRIMARY KEY (run_id, seq))"
+    )
+
+
 # Version n -> n + 1, applied in order to an older store when it is opened.
-_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
+_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
 
 
 def default_path(explicit: str | None = None) -> Path:
@@ -178,6 +192,22 @@ class Store:
                 ),
             )
 
+    def add_outcome(self, run: Run, outcome: dict[str, Any]) -> None:
+        """One probe's outcome on one stack (``stackwars behave``), stored as it ends."""
+        with self._connect() as db:
+            seq = db.execute("SELECT COUNT(*) FROM outcomes WHERE run_id = ?", (run.id,)).fetchone()
+            db.execute(
+                "INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    run.id,
+                    seq[0],
+                    outcome["probe"],
+                    outcome["stack"],
+                    outcome["outcome"],
+                    dump(outcome),
+                ),
+            )
+
     def finish_run(self, run: Run) -> None:
         with self._connect() as db:
             db.execute(
@@ -199,15 +229,23 @@ class Store:
         return ids[-1]
 
     def summaries(self) -> list[tuple[dict[str, Any], dict[str, int]]]:
-        """Per run, oldest first: its header, and its count of cells by status."""
+        """Per run, oldest first: its header, and its count of cells by status (of outcomes
+        by kind, for a behave run)."""
         with self._connect() as db:
             runs = db.execute("SELECT id, header FROM runs ORDER BY started, rowid").fetchall()
             counts = db.execute(
                 "SELECT run_id, status, COUNT(*) FROM cells GROUP BY run_id, status"
             ).fetchall()
+            # A behave run counts its outcomes ("retraced 2" and "retraced 3" as "retraced").
+            outcomes = db.execute(
+                "SELECT run_id, outcome, COUNT(*) FROM outcomes GROUP BY run_id, outcome"
+            ).fetchall()
+        for run_id, outcome, count in outcomes:
+            counts.append((run_id, outcome.rstrip("0123456789 "), count))
         by_run: dict[str, dict[str, int]] = {}
         for run_id, status, count in counts:
-            by_run.setdefault(run_id, {})[status] = count
+            run_counts = by_run.setdefault(run_id, {})
+            run_counts[status] = run_counts.get(status, 0) + count
         return [(json.loads(header), by_run.get(run_id, {})) for run_id, header in runs]
 
     def cells_of(self, workload: str, stack: str) -> list[tuple[str, str, Cell]]:
@@ -264,6 +302,13 @@ class Store:
             cells = db.execute(
                 "SELECT data FROM cells WHERE run_id = ? ORDER BY seq", (run_id,)
             ).fetchall()
+            outcomes = db.execute(
+                "SELECT data FROM outcomes WHERE run_id = ? ORDER BY seq", (run_id,)
+            ).fetchall()
         return Run.from_dict(
-            {"run": json.loads(row[0]), "cells": [json.loads(c[0]) for c in cells]}
+            {
+                "run": json.loads(row[0]),
+                "cells": [json.loads(c[0]) for c in cells],
+                "outcomes": [json.loads(o[0]) for o in outcomes],
+            }
         )
