@@ -47,6 +47,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
         ["run", "--suite", "numpy-vs-jax", "--param", "n=16,32", *FAST]
     ],
     "stackwars run --suite stack-wars-ops": [["run", "--suite", "stack-wars-ops", *OPS, *SMALL]],
+    "stackwars run --suite compile-cache": [["run", "--suite", "compile-cache", *OPS, *SMALL]],
     "stackwars run --suite models": [
         ["run", "--suite", "models", "--param", "scale=tiny", "--stacks", "jax:jit", *FAST]
     ],
