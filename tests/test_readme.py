@@ -27,6 +27,9 @@ FAST = ["--budget", "0.05", "--quiet"]
 SMALL = ["--stacks", "numpy,jax:jit", *FAST]
 OPS = ["--param", "n=32", "--param", "d_model=16", "--param", "d_ff=32", "--param", "heads=2"]
 OPS += ["--param", "seq=8"]
+# One probe of each kind of outcome the matrix shows (an error, a silent difference, a retrace,
+# random draws): all 22 on two stacks would add 40 s.
+BEHAVE_PROBES = "boolean-mask,side-effect,new-shape,prng-draw-twice"
 
 INSTALL_AND_RUN = (
     "python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[all]' "
@@ -113,6 +116,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
         ["show"],
         ["show", "latest", "--baseline", "jax:jit"],
     ],
+    "stackwars report latest --out report.html": [["report", "latest", "--out", "report.html"]],
     "stackwars export RUN --format json|csv [--out F]": [
         ["export", "latest", "--format", "json"],
         ["export", "latest", "--format", "csv", "--out", "cells.csv"],
@@ -136,7 +140,9 @@ AS_RUN: dict[str, list[list[str]] | None] = {
         ]
     ],
     "stackwars selftest": [["selftest", "--stacks", "numpy:eager,jax:jit"]],
-    "stackwars behave --details": [["behave", "--details", "--stacks", "numpy:eager,jax:jit"]],
+    "stackwars behave --details": [
+        ["behave", "--details", "--stacks", "numpy:eager,jax:jit", "--probes", BEHAVE_PROBES]
+    ],
     "stackwars run --suite quick --repeat 3 --label main --json baseline.json": [
         [
             "run",

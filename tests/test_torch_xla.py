@@ -80,7 +80,11 @@ def run_xla(tmp_path: Path, name: str, params: dict[str, Any], files: list[str])
 @pytest.mark.parametrize("name", sorted(workloads.registry()))
 def test_every_workload_runs_on_torch_xla_in_a_worker(name: str, tmp_path: Path) -> None:
     workload = workloads.get(name)
-    cell = run_xla(tmp_path, name, workload.resolve(workload.tiny), [])
+    params = workload.resolve(workload.tiny)
+    declared = workload.unsupported(params, "torch", "xla")
+    if declared:  # planned as unsupported with this reason: no worker would start
+        pytest.skip(declared)
+    cell = run_xla(tmp_path, name, params, [])
     assert cell.status == "ok", cell.reason
     assert cell.parity.ok
     assert cell.compiles.first_run is not None and cell.compiles.first_run >= 1

@@ -240,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_rerun_output(rerun)
     _add_behave(subparsers)
     _add_results_commands(subparsers)
+    _add_report(subparsers)
     _add_ir(subparsers)
     selftest = subparsers.add_parser(
         "selftest",
@@ -265,7 +266,9 @@ def _add_behave(subparsers: argparse._SubParsersAction[_Parser]) -> None:
         description=(
             "Run small probe programs (seed 000's JIT pitfalls and their fixes, Python side "
             "effects, a new shape) on every stack, each in a fresh worker, and classify what "
-            "happened: works, error, silently different, retraced N, unsupported."
+            "happened: works, error, fallback, silently different, retraced N, same or new "
+            "numbers (random draws), unsupported. The outcomes are stored as a run: "
+            "'stackwars runs' lists it, 'show' and 'export' read it."
         ),
         epilog="example: stackwars behave --probes boolean-mask,value-if --stacks jax",
     )
@@ -273,8 +276,19 @@ def _add_behave(subparsers: argparse._SubParsersAction[_Parser]) -> None:
     behave.add_argument("--stacks", help="comma list of framework:mode (default: every stack)")
     behave.add_argument("--list", action="store_true", help="list the probes and stop")
     behave.add_argument("--details", action="store_true", help="one line per cell: what happened")
-    behave.add_argument("--json", metavar="PATH", help="also write the outcomes as JSON")
+    behave.add_argument("--json", metavar="PATH", help="also write the run (its outcomes) as JSON")
+    behave.add_argument("--label", help="a name for this run in 'stackwars runs'")
+    behave.add_argument(
+        "--db", metavar="PATH", help="results store (default $STACKWARS_DB or ./stackwars.sqlite)"
+    )
     behave.add_argument("--timeout", type=float, metavar="S", help="per probe and stack (300)")
+    behave.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="workers at a time (default: 2, or 1 on a one-core machine); --jobs 1 leaves "
+        "each probe's per-call times (the cost of a retrace) undisturbed by another worker",
+    )
     behave.add_argument("--quiet", action="store_true", help="only the matrix")
     behave.add_argument("--workload-file", action="append", default=[], metavar="PATH")
 
@@ -361,6 +375,36 @@ def _add_results_commands(subparsers: argparse._SubParsersAction[_Parser]) -> No
     history.add_argument("--markdown", metavar="PATH", help="also write the tables as Markdown")
     history.add_argument("--json", metavar="PATH", help="also write the series as JSON")
     _add_threshold(history)
+
+
+def _add_report(subparsers: argparse._SubParsersAction[_Parser]) -> None:
+    report = subparsers.add_parser(
+        "report",
+        help="one self-contained HTML file (or Markdown) with plots of stored runs",
+        description=(
+            "Write one HTML file that opens offline (styles and plots inside): per workload "
+            "steady time with its interval, speed-up, first-run phases and memory; sweeps "
+            "and crossovers; warm-up series; CPU, page faults and dispatch; comparisons "
+            "between the runs given; IR; the fairness manifest, every warning and every cell "
+            "that did not end ok. --format md writes Markdown with the plots as SVG files."
+        ),
+        epilog="example: stackwars report latest --baseline numpy:eager --out report.html",
+    )
+    report.add_argument(
+        "runs", nargs="*", metavar="RUN", help="run ids, 'latest' or exported .json (latest)"
+    )
+    report.add_argument("--baseline", metavar="STACK", help="speed-ups against this stack")
+    report.add_argument("--out", metavar="PATH", help="report.html, or report.md with --format md")
+    report.add_argument("--format", choices=("html", "md"), help="default: from --out, else html")
+    report.add_argument(
+        "--db", metavar="PATH", help="results store (default $STACKWARS_DB or ./stackwars.sqlite)"
+    )
+    _add_threshold(report)
+    report.add_argument(
+        "--within-process",
+        action="store_true",
+        help="judge cells of one worker per side by the blocks of one process",
+    )
 
 
 def _add_verdict_options(parser: argparse.ArgumentParser) -> None:

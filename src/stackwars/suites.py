@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,16 @@ STACK_WARS_OPS = (
     SuiteEntry("mha", {**GPT2_SMALL, "heads": (12,), "causal": (True,), "task": TASKS}),
 )
 
+# Seed 002's second half: its transforms, each on every stack that has it (the others are
+# planned unsupported, with the reason), at sizes where a call takes milliseconds.
+TRANSFORMS = (
+    SuiteEntry("derivatives", {"order": (1, 2, 3), "n": (1_000_000,)}),
+    SuiteEntry("hvp", {}),
+    SuiteEntry("vmap-convolve", {"style": ("loop", "vmap", "vectorised")}),
+    SuiteEntry("vmap-grad", {"style": ("loop", "vmap", "vectorised")}),
+    SuiteEntry("pmap", {"devices": (1, 2, 4), "style": ("pmap", "sharding", "mirrored")}),
+)
+
 SUITES: dict[str, Suite] = {
     suite.name: suite
     for suite in (
@@ -74,14 +85,21 @@ SUITES: dict[str, Suite] = {
         Suite(
             name="numpy-vs-jax",
             description=(
-                "seed 002: poly and GEMM over 10000² on numpy, jax:eager and jax:jit, and "
-                "size sweeps from 16² to 4096² that find where NumPy and jax.jit cross"
+                "seed 002 in full: poly and GEMM over 10000² on numpy, jax:eager and jax:jit, "
+                "size sweeps from 16² to 4096² that find where NumPy and jax.jit cross, and "
+                "the transforms suite's grad, vmap and pmap cells on those stacks"
             ),
             entries=(
                 SuiteEntry("poly", {"n": (10_000,), "dtype": ("float32", "float64")}, SEED_002),
                 SuiteEntry("gemm", {"n": (10_000,), "dtype": ("float32",)}, SEED_002),
                 SuiteEntry("gemm", {"n": SWEEP, "dtype": ("float32",)}, CROSSOVER),
                 SuiteEntry("poly", {"n": SWEEP, "dtype": ("float32",)}, CROSSOVER),
+                *(
+                    dataclasses.replace(entry, stacks=SEED_002)
+                    for entry in TRANSFORMS
+                    if entry.workload != "pmap"
+                ),
+                dataclasses.replace(TRANSFORMS[-1], stacks=("jax:jit",)),
             ),
             # A 10000² GEMM takes seconds a call: a few blocks are all a budget can hold.
             timing={"steady_budget_s": 5.0, "warmup_budget_s": 5.0},
@@ -93,6 +111,16 @@ SUITES: dict[str, Suite] = {
                 "768, 12 heads, d_ff 3072) on every stack, forward and with gradients"
             ),
             entries=STACK_WARS_OPS,
+        ),
+        Suite(
+            name="transforms",
+            description=(
+                "seed 002's transforms: derivatives of order 1-3 and a Hessian-vector product, "
+                "a loop vs vmap vs hand-vectorised code, and convolve mapped over 1, 2, 4 "
+                "(simulated, on CPU) devices, on every stack that has each"
+            ),
+            entries=TRANSFORMS,
+            timing={"steady_budget_s": 0.5, "warmup_budget_s": 1.0, "min_steady_s": 0.1},
         ),
         Suite(
             name="compile-cache",

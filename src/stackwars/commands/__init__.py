@@ -5,7 +5,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from stackwars.commands import behave, compare, history, ir, listing, results, run, selftest
+from stackwars.commands import (
+    behave,
+    compare,
+    history,
+    ir,
+    listing,
+    report,
+    results,
+    run,
+    selftest,
+)
 
 Handler = Callable[[argparse.Namespace, list[str]], int]
 
@@ -23,6 +33,7 @@ HANDLERS: dict[str, Handler] = {
     "ir": ir.ir,
     "selftest": selftest.selftest,
     "behave": behave.behave_command,
+    "report": report.report,
 }
 
 

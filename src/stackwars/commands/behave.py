@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 from pathlib import Path
 
 from rich.table import Table
+from rich.text import Text
 
-from stackwars import probes
-from stackwars.behave import PROBE_TIMEOUT_S, behave
-from stackwars.report.behave import behave_details, behave_matrix
+from stackwars import api, probes
+from stackwars.behave import PROBE_TIMEOUT_S, behave_run, default_jobs
+from stackwars.report.behave import behave_report
 from stackwars.report.console import report_console
-from stackwars.results.behave import Outcome
-from stackwars.results.jsonio import write_atomically
+from stackwars.results.behave import Outcome, outcome_from_dict
 
 
 def behave_command(args: argparse.Namespace, argv: list[str]) -> int:
@@ -22,27 +20,31 @@ def behave_command(args: argparse.Namespace, argv: list[str]) -> int:
     if args.list:
         table = Table("probe", "what a user expects")
         for probe in probes.registry().values():
-            table.add_row(probe.name, probe.description)
+            table.add_row(probe.name, Text(probe.description))
         console.print(table)
         return 0
     names = [name.strip() for name in (args.probes or "").split(",") if name.strip()]
 
     def progress(outcome: Outcome) -> None:
         if not args.quiet:
-            console.print(f"{outcome.probe} on {outcome.stack}: {outcome.outcome}", highlight=False)
+            console.print(Text(f"{outcome.probe} on {outcome.stack}: {outcome.outcome}"))
 
-    outcomes = behave(
+    results = api.open_store(args.db)
+    record = behave_run(
         names,
         args.stacks,
+        results,
+        argv=argv,
+        label=args.label or "",
         timeout_s=args.timeout or PROBE_TIMEOUT_S,
         workload_files=[str(Path(p).resolve()) for p in args.workload_file],
+        jobs=args.jobs or default_jobs(),
         on_outcome=progress,
     )
-    console.print(behave_matrix(outcomes))
-    if args.details:
-        for line in behave_details(outcomes):
-            console.print(line, highlight=False, soft_wrap=True)
+    outcomes = [outcome_from_dict(data) for data in record.outcomes]
+    for part in behave_report(outcomes, args.details):
+        console.print(part, highlight=False, soft_wrap=True)
+    console.print(f"run {record.id}: {len(record.outcomes)} outcomes; stored in {results.path}")
     if args.json:
-        data = [dataclasses.asdict(outcome) for outcome in outcomes]
-        write_atomically(Path(args.json), json.dumps(data, indent=1))
+        record.write_json(Path(args.json))
     return 0

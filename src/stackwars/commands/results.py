@@ -9,13 +9,15 @@ from pathlib import Path
 from rich.table import Table
 
 from stackwars import api
+from stackwars.report.behave import behave_report
 from stackwars.report.comparison import comparison_report, regressions
 from stackwars.report.compile import compile_markdown, compile_table
 from stackwars.report.console import report_console
 from stackwars.report.crossover import crossovers, find_sweeps, sweep_table
-from stackwars.report.export import to_csv
+from stackwars.report.export import outcomes_csv, to_csv
 from stackwars.report.table import build_tables, render_markdown, render_rich
 from stackwars.results.aggregate import merge_repeats
+from stackwars.results.behave import outcome_from_dict
 from stackwars.results.compile import compile_summaries
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
@@ -46,6 +48,11 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
     status = displayed_status(record.header())
     console.print(f"run {record.id} ({status}), started {record.started}")
+    if record.kind == "behave":
+        outcomes = [outcome_from_dict(data) for data in record.outcomes]
+        for part in behave_report(outcomes, details=True):
+            console.print(part, highlight=False, soft_wrap=True)
+        return 0
     cells = merge_repeats(record.cells)
     peak, stale = api.usable_peak(record.machine)
     if stale:
@@ -81,7 +88,7 @@ def export(args: argparse.Namespace, argv: list[str]) -> int:
             data["ir"] = captures
         text = dump(data) + "\n"
     else:
-        text = to_csv(record)
+        text = outcomes_csv(record.outcomes) if record.kind == "behave" else to_csv(record)
     if args.out:
         write_atomically(Path(args.out), text)
     else:

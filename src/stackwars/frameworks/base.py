@@ -38,6 +38,9 @@ Contract (checked for every registered framework by ``tests/test_frameworks.py``
   framework's own mechanism (``block_until_ready``, device synchronize), never a host copy.
 * ``compile_count`` counts compilations (traces, graph builds, backend compiles) performed so
   far in this process, so that the timer can detect compilations during steady state.
+* ``fallbacks`` lists, one line per event so far in this process, why a compiling mode ran
+  part of a program outside what it compiled (a torch.compile graph break); ``[]`` when the
+  framework reports none, which is not proof that none happened.
 * ``first_call`` makes the first call (it may snapshot counters or trace explicitly first) and
   ``first_run_phases``, called after that call was synchronised, returns the phases the
   framework exposes in seconds (``trace_s``, ``lower_s``, ``compile_s``, ``execute_s``, ...),
@@ -161,6 +164,9 @@ class RunSettings:
     x64: bool = False
     preallocate: bool = False
     matmul_precision: str = "highest"
+    # Devices the framework shows on a cpu host, asked for by the workload (a map over
+    # devices); above 1 they are simulated and share the same cores.
+    host_devices: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -220,6 +226,13 @@ class Framework(ABC):
     def compile_count(self) -> int:
         """Compilations performed so far in this process (0 for stacks that never compile)."""
         return 0
+
+    def fallbacks(self) -> list[str]:
+        """Why a compiling mode ran part of a program uncompiled: one line per event so far
+        in this process, in no particular order (what happened between two calls is their
+        difference as multisets); ``[]`` when the framework reports no such events (the
+        default), which does not prove there were none."""
+        return []
 
     def first_call(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
         """Make the first call of a prepared function, recording what its phases need."""

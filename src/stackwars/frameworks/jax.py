@@ -27,6 +27,8 @@ COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 CACHE_READ_EVENT = "/jax/compilation_cache/cache_retrieval_time_sec"
 # JAX_PLATFORMS names: "gpu" would expand to cuda and rocm and fail when either is missing.
 PLATFORMS = {"cpu": "cpu", "gpu": "cuda", "tpu": "tpu"}
+# Simulated cpu devices, for a map over devices; they share the host's cores.
+HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 NO_PREALLOCATE = ("false", "False", "0")  # as jaxlib reads XLA_PYTHON_CLIENT_PREALLOCATE
 THREADS_NOTE = (
     "XLA:CPU has no thread-count setting; it sizes its thread pool from the CPUs this "
@@ -79,6 +81,12 @@ class JaxFramework(Framework):
             "JAX_ENABLE_X64": str(settings.x64).lower(),
             "XLA_PYTHON_CLIENT_PREALLOCATE": str(settings.preallocate).lower(),
         }
+        if kind == "cpu" and settings.host_devices > 1:
+            # XLA reads all its flags from this one variable: the user's flags are kept, and
+            # the count goes last, where it wins over a count the user set.
+            flags = os.environ.get("XLA_FLAGS", "")
+            count = f"{HOST_DEVICES_FLAG}={settings.host_devices}"
+            environment["XLA_FLAGS"] = f"{flags} {count}".strip()
         if not settings.persistent_cache:
             environment["JAX_ENABLE_COMPILATION_CACHE"] = "false"
             return environment

@@ -9,10 +9,17 @@ whatever device the inputs are on. When another device was selected, calls run u
 ``tf.device`` (about 3 µs per call); on the default device they run bare, so that the timed
 call is exactly what a TensorFlow user writes. Soft placement (on by default) silently turns
 a missing device into the CPU, which is why ``init`` checks that the device exists.
+
+A ``tf.function`` never falls back to eager on its own; what it may do is trace a function
+without AutoGraph's conversion (Python ``if``/``while`` on tensors then fail or run once at
+trace time). AutoGraph says so only in a warning on the ``tensorflow`` logger ("AutoGraph could
+not transform ... and will run it as-is"), which ``fallbacks`` collects. Code it skips
+silently (built by ``exec``, native callables) is not reported.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -28,6 +35,30 @@ CPU_PEAK_NOTE = (
     "on cpu TensorFlow's allocator statistics leave out allocations under 256 KiB, "
     "so the peak is a lower bound"
 )
+
+AUTOGRAPH_FALLBACK = "AutoGraph could not transform"
+
+
+class _AutoGraphFallbacks(logging.Handler):
+    """AutoGraph's warnings that it runs a function unconverted. One per process: handlers
+    stay on the logger, and several framework objects (in tests) must not each add one."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith(AUTOGRAPH_FALLBACK):
+            self.seen.append(message.splitlines()[0])
+
+    def watch(self) -> None:
+        logger = logging.getLogger("tensorflow")  # tf.get_logger(), without importing tf
+        if self not in logger.handlers:
+            logger.addHandler(self)
+
+
+_AUTOGRAPH = _AutoGraphFallbacks()
 
 
 class _OnDevice:
@@ -74,6 +105,8 @@ class TensorflowFramework(Framework):
     def load(self) -> None:
         import tensorflow  # noqa: F401
 
+        _AUTOGRAPH.watch()
+
     def init(self, settings: RunSettings) -> dict[str, Any]:
         import tensorflow as tf
 
@@ -92,6 +125,11 @@ class TensorflowFramework(Framework):
             tf.config.threading.set_inter_op_parallelism_threads(settings.threads)
         for gpu in tf.config.list_physical_devices("GPU"):
             tf.config.experimental.set_memory_growth(gpu, not settings.preallocate)
+        if kind == "cpu" and settings.host_devices > 1:
+            # Logical devices on the one cpu, for a map over devices: they share its cores.
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            logical = [tf.config.LogicalDeviceConfiguration()] * settings.host_devices
+            tf.config.set_logical_device_configuration(cpu, logical)
         tf.config.experimental.enable_tensor_float_32_execution(
             TF32_BY_PRECISION[settings.matmul_precision]
         )
@@ -157,6 +195,9 @@ class TensorflowFramework(Framework):
         # Traces only: TensorFlow does not expose how often XLA compiles, and a new input
         # shape retraces (and so recompiles) a tf.function.
         return sum(traced.experimental_get_tracing_count() for traced in self._traced)
+
+    def fallbacks(self) -> list[str]:
+        return list(_AUTOGRAPH.seen)
 
     def first_call(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
         import time

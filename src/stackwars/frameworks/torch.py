@@ -4,7 +4,7 @@ or one CUDA gpu.
 torch is imported by ``load``, never at module import, so that Inductor sees the cache folder
 set by ``environment``.
 
-Compilations and first-run phases come from Dynamo's own bookkeeping
+Compilations, graph breaks and first-run phases come from Dynamo's own bookkeeping
 (``torch._dynamo.utils.counters`` and ``compilation_time_metrics``): private but stable
 across 2.x releases, and the only place torch exposes them.
 """
@@ -134,6 +134,17 @@ class TorchFramework(Framework):
         utils = _dynamo_utils()
         # Every Dynamo compile, first or recompile, captures a new graph for Inductor.
         return 0 if utils is None else utils.counters["stats"]["unique_graphs"]
+
+    def fallbacks(self) -> list[str]:
+        """Dynamo's graph breaks and skipped frames (code run eagerly), by the first line of
+        their reason. A break Dynamo resumes after is counted under ``graph_break``; torch 2.13
+        leaves data-dependent branching and a break inside a loop (the whole frame then runs
+        eagerly) under ``unimplemented``, so both count."""
+        utils = _dynamo_utils()
+        if utils is None:
+            return []
+        events = utils.counters["graph_break"] + utils.counters["unimplemented"]
+        return [reason.strip().splitlines()[0] for reason, n in events.items() for _ in range(n)]
 
     def first_call(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
         utils = _dynamo_utils()

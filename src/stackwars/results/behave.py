@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Outcome:
     probe: str
     stack: str
-    outcome: str  # works, error, silently different, retraced N, unsupported, timeout, oom
+    # works, error, silently different, fallback, retraced N, unsupported, timeout, oom; for a
+    # probe of random draws: same numbers, new numbers
+    outcome: str
     detail: str
     compiles: int | None = None
+    # Per call, in order: [seconds, compilations so far] (what each retrace cost)
+    calls: list[list[float]] | None = None
+
+
+def outcome_from_dict(data: dict[str, Any]) -> Outcome:
+    """An outcome as stored or exported; fields this version does not know are ignored."""
+    known = {field.name for field in dataclasses.fields(Outcome)}
+    return Outcome(**{key: value for key, value in data.items() if key in known})

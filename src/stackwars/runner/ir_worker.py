@@ -21,7 +21,7 @@ from stackwars.ir.capture import NO_COMPILER, capturer, stages
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.runner.child import serve
 from stackwars.runner.protocol import Request
-from stackwars.runner.worker import home_environment
+from stackwars.runner.worker import cell_settings, home_environment
 from stackwars.workloads.base import Stateful
 
 
@@ -39,6 +39,7 @@ def capture(request: Request, out_dir: Path) -> dict[str, Any]:
         return index
     workload = workloads.get(spec.workload)
     params = workload.resolve(spec.params)
+    settings = cell_settings(settings, workload, params)
     builder = workload.implementations.get(spec.framework)
     if builder is None:
         index["unavailable"]["*"] = f"{spec.workload} has no {spec.framework} implementation"

@@ -4,6 +4,8 @@ Runs inside the worker, outside timing. Each result array is compared with its r
 array: an element passes when ``|out - ref| <= atol + rtol * |ref|``, where ``rtol`` depends
 on the dtype the stack actually computed and ``atol`` is ``rtol`` times the RMS of the
 reference, so that elements near zero are judged against the size of the whole result.
+Random draws (``Workload.sampled``) are judged by their statistics instead: each must land
+within what chance alone allows of the value the reference gives for it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 
 from stackwars.frameworks.base import flatten
 from stackwars.results.schema import Parity
-from stackwars.workloads.base import Tolerance, Workload
+from stackwars.workloads.base import Sampled, Tolerance, Workload
 
 FINGERPRINT_SAMPLES = 16
 # A float32 result may be this many times further from the float64 reference than plain
@@ -61,6 +63,8 @@ def check(
     ``computed`` names the dtype the stack computed in when its outputs were widened for the
     host (NumPy has no bfloat16); by default it is read from the outputs. ``control`` is the
     workload's float32 control, if it has one (see ``Workload.control``)."""
+    if workload.sampled is not None:
+        return _check_sampled(workload.sampled, params, outputs, reference, computed)
     expected = [np.asarray(r, dtype=np.float64) for r in flatten(reference)]
     controls = (
         None if control is None else [np.asarray(c, dtype=np.float64) for c in flatten(control)]
@@ -97,6 +101,47 @@ def check(
     parity.max_abs_err, parity.max_rel_err = worst_abs, worst_rel
     parity.ok = not failures
     return parity, "; ".join(failures)
+
+
+def _check_sampled(
+    sampled: Sampled,
+    params: Mapping[str, Any],
+    outputs: list[np.ndarray],
+    reference: Any,
+    computed: str | None,
+) -> tuple[Parity, str]:
+    """Each output's statistics against their expected values (the reference), each within
+    what chance alone allows; the reason is empty when all are."""
+    expected = [np.asarray(r, dtype=np.float64) for r in flatten(reference)]
+    allowed = np.asarray(sampled.allowed(params), dtype=np.float64)
+    parity = Parity(
+        computed_dtype=computed or computed_dtype(outputs),
+        requested_dtype=params.get("dtype"),
+        reference="expected statistics",
+        rtol=0.0,
+        atol=float(allowed.max(initial=0.0)),
+    )
+    if len(outputs) != len(expected):
+        parity.ok = False
+        return parity, f"returned {len(outputs)} arrays, the reference has {len(expected)}"
+    failures, worst = [], 0.0
+    for index, (out, want) in enumerate(zip(outputs, expected, strict=True)):
+        got = np.asarray(sampled.statistics(np.ravel(out).astype(np.float64)), dtype=np.float64)
+        error = np.abs(got - want)
+        # NaN statistics compare false: they fail, as they should.
+        if not np.all(error <= allowed):
+            failures.append(
+                f"output {index}: statistics {_listed(got)} where {_listed(want)} "
+                f"± {_listed(allowed)} expected"
+            )
+        finite = np.all(np.isfinite(error))
+        worst = max(worst, float(error.max(initial=0.0))) if finite else float("inf")
+    parity.max_abs_err, parity.ok = worst, not failures
+    return parity, "; ".join(failures)
+
+
+def _listed(values: np.ndarray) -> str:
+    return ", ".join(f"{v:.4g}" for v in np.ravel(values))
 
 
 def fingerprint(

@@ -7,6 +7,7 @@ the worker exits non-zero only when it cannot even write that result.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import statistics
@@ -14,7 +15,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from stackwars.runner.child import ProgressWriter, serve
 from stackwars.runner.protocol import Request
 from stackwars.timing.quality import measurement_warnings
 from stackwars.timing.timer import Measurement, Timer
-from stackwars.workloads.base import Bound, Stateful
+from stackwars.workloads.base import Bound, Stateful, Workload
 
 TRACEBACK_LINES = 25
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "OutOfMemoryError", "ResourceExhausted")
@@ -55,6 +56,14 @@ def home_environment(settings: RunSettings) -> dict[str, str]:
         (folder / "tmp").mkdir(parents=True, exist_ok=True)
         environment["TMPDIR"] = str(folder / "tmp")
     return environment
+
+
+def cell_settings(
+    settings: RunSettings, workload: Workload, params: Mapping[str, Any]
+) -> RunSettings:
+    """The request's settings plus what the workload asks of the framework (the devices a
+    map over devices needs), applied before the framework starts and recorded with the cell."""
+    return dataclasses.replace(settings, host_devices=workload.host_devices(params))
 
 
 def inherited_environment(framework: str, pinned: dict[str, str]) -> dict[str, str]:
@@ -129,7 +138,8 @@ class CellRun:
         return self.cell
 
     def _run(self) -> None:
-        spec, settings = self.request.cell, self.request.settings
+        spec = self.request.cell
+        settings = cell_settings(self.request.settings, self.workload, self.params)
         builder = self.workload.implementations.get(spec.framework)
         if builder is None:
             raise CellFailed(

@@ -21,6 +21,11 @@ says which function to time on which arguments, how to restore the state before 
 call, and which arrays parity compares. And ``reference`` may return ``None``: no single
 process can compute the reference (a train step: NumPy has no autodiff), so the parent
 compares the stacks with each other.
+
+A workload whose result is random draws (``sampled``) has no elementwise reference either: no
+two frameworks draw the same numbers. Parity then compares statistics of each output (its
+count, mean, spread) with the values ``reference`` returns for them, each within what chance
+alone moves it at those parameters (see :class:`Sampled`).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ class Bound:
     args: tuple[Any, ...]
     # Host arrays (float32 or float64, in order) parity compares, from one call's output.
     host_outputs: Callable[[Any], list[Any]]
-    computed_dtype: str
+    computed_dtype: str  # '' when the host arrays keep the dtype computed: parity reads it
     # Puts the state back as bind left it, so that the parity call repeats the first step.
     reset: Callable[[], None] = lambda: None
 
@@ -68,6 +73,18 @@ class Stateful(Protocol):
         """Load ``inputs`` (``to_device`` places arrays on the cell's device) into the
         framework's own objects, once, outside timing, and say what to time."""
         ...
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """How parity checks a result made of random draws (see the module docstring)."""
+
+    # One output's draws (float64, flattened) -> its statistics, a 1-D array whose expected
+    # values the workload's ``reference`` returns.
+    statistics: Callable[[Any], Any]
+    # Per statistic, the absolute difference chance alone may cause at these parameters (e.g.
+    # six standard errors: a correct generator fails about once in 10⁹ checks).
+    allowed: Callable[[Mapping[str, Any]], Any]
 
 
 @dataclass(frozen=True)
@@ -150,6 +167,12 @@ class Workload:
     # Defaults that depend on the values given (a model's scale=tiny brings sizes that fit the
     # tiny model): given values -> defaults to use instead of the parameters' own.
     defaults_given: Callable[[Mapping[str, Any]], Params] = lambda given: {}
+    # Devices the framework must show on a cpu host for these parameters (a map over devices,
+    # workloads/pmap.py); the worker sets RunSettings.host_devices from it before the
+    # framework starts, since simulated devices can only be made then.
+    host_devices: Callable[[Mapping[str, Any]], int] = lambda params: 1
+    # Set for a result made of random draws: parity compares statistics, not elements.
+    sampled: Sampled | None = None
 
     def param(self, name: str) -> Param:
         for param in self.params:

@@ -1,0 +1,93 @@
+"""``stackwars report [RUN ...]``: one self-contained HTML file (or Markdown with its figures
+beside it) showing everything the runs measured."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from stackwars import api
+from stackwars.errors import UsageError
+from stackwars.frameworks import parse_stack
+from stackwars.report.console import report_console
+from stackwars.report.html import render_html
+from stackwars.report.html_data import ReportInputs, build_report
+from stackwars.report.html_markdown import render_markdown
+from stackwars.report.plots import draw_figures
+from stackwars.report.table import format_bytes
+from stackwars.results.jsonio import write_atomically
+from stackwars.results.run import Run
+
+
+def report(args: argparse.Namespace, argv: list[str]) -> int:
+    refs = args.runs or ["latest"]
+    runs = [_timing_run(ref, args.db) for ref in refs]
+    out, form = _output(args.out, args.format)
+    data = build_report(_inputs(args, refs, runs))
+    figures = draw_figures(data)
+    if form == "md":
+        folder = out.with_name(f"{out.stem}-plots")
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in figures.items():
+            write_atomically(folder / f"{name}.svg", text)
+        files = {name: f"{folder.name}/{name}.svg" for name in figures}
+        write_atomically(out, render_markdown(data, files))
+        where = f"{out} and {len(figures)} figure(s) in {folder}"
+    else:
+        write_atomically(out, render_html(data, figures))
+        where = f"{out} ({format_bytes(out.stat().st_size)}, {len(figures)} figure(s) inside)"
+    report_console().print(f"report of {len(runs)} run(s) written to {where}")
+    return 0
+
+
+def _timing_run(ref: str, db: str | None) -> Run:
+    record = api.load_run(ref, db)
+    if record.kind != "timing":
+        raise UsageError(
+            f"run {record.id} is a {record.kind} run, with no timings to report; "
+            "'stackwars behave' prints its matrix"
+        )
+    return record
+
+
+def _output(out: str | None, form: str | None) -> tuple[Path, str]:
+    """Where to write, and in which format: --format, else the suffix of --out, else html."""
+    if form is None:
+        form = "md" if out and Path(out).suffix.lower() == ".md" else "html"
+    return Path(out or f"report.{form}"), form
+
+
+def _inputs(args: argparse.Namespace, refs: list[str], runs: list[Run]) -> ReportInputs:
+    baseline = None if args.baseline is None else str(parse_stack(args.baseline))
+    if baseline and not any(cell.stack == baseline for run in runs for cell in run.cells):
+        raise UsageError(f"--baseline {baseline} has no cell in the run(s) given")
+    comparisons = [
+        (base, candidate, rows, api.machine_mismatch(base, candidate))
+        for base, candidate, rows in (
+            api.compare(refs[0], ref, args.threshold, args.db, args.within_process)
+            for ref in refs[1:]
+        )
+    ]
+    peak, stale = api.usable_peak(runs[0].machine)
+    run_warnings = {run.id: api.machine_warnings(run.machine) for run in runs}
+    if stale:
+        run_warnings[runs[0].id] = [*run_warnings[runs[0].id], f"roofline not shown: {stale}"]
+    return ReportInputs(
+        runs=runs,
+        baseline=baseline,
+        peak=peak,
+        comparisons=comparisons,
+        captures=_captures(runs, args.db),
+        run_warnings=run_warnings,
+        threshold=api.threshold(args.threshold),
+    )
+
+
+def _captures(runs: list[Run], db: str | None) -> dict[str, dict[str, dict[str, str]]]:
+    """The IR the store holds for each run (none for runs read from exported files alone)."""
+    try:
+        results = api.open_store(db, must_exist=True)
+    except UsageError:  # no store: every run came from an exported file
+        return {}
+    stored = set(results.run_ids())
+    return {run.id: results.captures(run.id) for run in runs if run.id in stored}

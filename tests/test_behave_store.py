@@ -1,0 +1,55 @@
+"""A behave run lands in the results store like a timing run: listed, shown, exported,
+imported, and refused by commands that need timings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stackwars.cli import main
+from stackwars.results.store import Store
+
+PROBES = "boolean-mask,side-effect"
+
+
+@pytest.mark.slow
+def test_a_behave_run_is_stored_listed_shown_exported_and_imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, out = str(tmp_path / "db.sqlite"), tmp_path / "behave.json"
+    argv = ["behave", "--probes", PROBES, "--stacks", "numpy:eager", "--quiet"]
+    assert main([*argv, "--db", db, "--json", str(out), "--label", "pitfalls"]) == 0
+    assert "2 outcomes; stored in" in capsys.readouterr().out
+    record = Store(Path(db)).load_run("latest")
+    assert record.kind == "behave" and record.status == "complete"
+    # Stored as they ended (two workers at a time); the file written at the end is in order.
+    assert sorted((o["probe"], o["outcome"]) for o in record.outcomes) == [
+        ("boolean-mask", "works"),
+        ("side-effect", "works"),
+    ]
+    written = json.loads(out.read_text())["outcomes"]
+    assert [o["probe"] for o in written] == ["boolean-mask", "side-effect"]
+    assert sorted(written, key=str) == sorted(record.outcomes, key=str)
+
+    assert main(["runs", "--db", db, "--label", "pitfalls"]) == 0
+    assert "2 works" in capsys.readouterr().out
+    assert main(["show", "latest", "--db", db]) == 0
+    shown = capsys.readouterr().out
+    assert "How each stack behaves" in shown and "side-effect on numpy:eager: works" in shown
+    assert main(["export", "latest", "--db", db, "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("probe,stack,outcome,detail")
+
+    other = str(tmp_path / "other.sqlite")
+    assert main(["import", str(out), "--db", other]) == 0
+    assert Store(Path(other)).load_run(record.id).outcomes == written
+    capsys.readouterr()
+    assert main(["compare", str(out), str(out)]) == 2
+    assert "is a behave run, with no timings to compare" in capsys.readouterr().err
+
+
+def test_an_unknown_probe_stores_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    assert main(["behave", "--probes", "nope", "--db", str(db)]) == 2
+    assert not db.exists() or Store(db).run_ids() == []
