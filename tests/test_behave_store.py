@@ -35,7 +35,7 @@ def test_a_behave_run_is_stored_listed_shown_exported_and_imported(
 
     assert main(["runs", "--db", db, "--label", "pitfalls"]) == 0
     assert "2 works" in capsys.readouterr().out
-    assert main(["show", "latest", "--db", db]) == 0
+    assert main(["show", "latest", "--db", db, "--details"]) == 0
     shown = capsys.readouterr().out
     assert "How each stack behaves" in shown and "side-effect on numpy:eager: works" in shown
     assert main(["export", "latest", "--db", db, "--format", "csv"]) == 0

@@ -116,6 +116,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
         ["show"],
         ["show", "latest", "--baseline", "jax:jit"],
     ],
+    "stackwars show latest --details": [["show", "latest", "--details"]],
     "stackwars report latest --out report.html": [["report", "latest", "--out", "report.html"]],
     "stackwars export RUN --format json|csv [--out F]": [
         ["export", "latest", "--format", "json"],

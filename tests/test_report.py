@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -31,7 +32,7 @@ def make_cell(
     median: float = 1e-3,
     status: str = "ok",
     reason: str = "",
-    params: dict[str, int] | None = None,
+    params: dict[str, Any] | None = None,
     workload: str = "gemm",
     to_host: bool = False,
     stable: bool = True,
@@ -295,3 +296,45 @@ def test_quiet_progress_prints_nothing() -> None:
         progress.start_cell("gemm(n=100) on jax:jit @ cpu")
         progress.end_cell(make_cell("jax:jit"))
     assert output.getvalue() == ""
+
+
+def test_show_details_lists_the_signals_the_tables_leave_out() -> None:
+    from stackwars.report.signals import signal_rows
+
+    cell = make_cell("jax:jit")
+    cell.times.import_s, cell.times.dispatch_s = 0.8, 2e-6
+    cell.first_run_breakdown = {"trace_s": 0.01, "compile_s": 0.2}
+    cell.cpu.page_faults_per_call = 12.5
+    cell.compiles.first_run, cell.compiles.steady = 1, 0
+    cell.settings = {
+        "run": {"threads": None},
+        "blas": [{"internal_api": "openblas", "num_threads": 2, "architecture": "Haswell"}],
+    }
+    failed = make_cell("torch:eager", status="error", reason="boom")
+    (row,) = signal_rows([cell, failed])
+    assert row[1] == "jax:jit" and row[2] == "800 ms" and row[7] == "2.00 µs"
+    assert row[6] == "trace 10.0 ms · compile 200 ms"
+    assert row[10] == "12.5" and row[11] == "1/0"
+    assert row[-1] == "threads default; openblas ×2 Haswell"
+
+
+def test_a_text_parameter_that_varies_is_shown_as_variants_with_speed_ups() -> None:
+    from stackwars.report.variants import find_variants, variant_rows
+
+    def styled(stack: str, style: str, median: float) -> Cell:
+        return make_cell(stack, median=median, params={"batch": 8, "style": style})
+
+    cells = [
+        styled("jax:jit", "loop", 4e-3),
+        styled("jax:jit", "vmap", 1e-3),
+        styled("jax:jit", "vectorised", 5e-4),
+        styled("numpy:eager", "loop", 2e-3),
+        styled("numpy:eager", "vectorised", 1e-3),
+        make_cell("jax:jit", params={"batch": 16, "style": "loop"}),  # alone: no group
+    ]
+    (variants,) = find_variants(cells)
+    assert variants.param == "style" and variants.values == ("loop", "vmap", "vectorised")
+    assert variants.title() == "gemm(batch=8) by style"
+    jit, numpy = variant_rows(variants)
+    assert jit == ("jax:jit", "4.00 ms", "1.00 ms", "500 µs", f"4{X}", f"8{X}")
+    assert numpy == ("numpy:eager", "2.00 ms", "", "1.00 ms", "", f"2{X}")

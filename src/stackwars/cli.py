@@ -332,6 +332,12 @@ def _add_results_commands(subparsers: argparse._SubParsersAction[_Parser]) -> No
     show.add_argument("--db", metavar="PATH", help=db_help)
     show.add_argument("--markdown", metavar="PATH", help="also write the tables as markdown")
     show.add_argument("--baseline", metavar="STACK", help="compare every stack with this one")
+    show.add_argument(
+        "--details",
+        action="store_true",
+        help="also the signals the tables leave out: start-up times, first-run phases, "
+        "dispatch, CPU and page faults per call, compiles, memory, threads and BLAS",
+    )
     _add_verdict_options(show)
     export = subparsers.add_parser("export", help="a stored run as JSON or CSV")
     export.add_argument("run", help="a run id or 'latest'")

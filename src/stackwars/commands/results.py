@@ -15,7 +15,9 @@ from stackwars.report.compile import compile_markdown, compile_table
 from stackwars.report.console import report_console
 from stackwars.report.crossover import crossovers, find_sweeps, sweep_table
 from stackwars.report.export import outcomes_csv, to_csv
+from stackwars.report.signals import signals_table
 from stackwars.report.table import build_tables, render_markdown, render_rich
+from stackwars.report.variants import find_variants, variants_table
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.behave import outcome_from_dict
 from stackwars.results.compile import compile_summaries
@@ -50,7 +52,7 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
     console.print(f"run {record.id} ({status}), started {record.started}")
     if record.kind == "behave":
         outcomes = [outcome_from_dict(data) for data in record.outcomes]
-        for part in behave_report(outcomes, details=True):
+        for part in behave_report(outcomes, details=args.details):
             console.print(part, highlight=False, soft_wrap=True)
         return 0
     cells = merge_repeats(record.cells)
@@ -62,6 +64,10 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
     summaries = compile_summaries(record.cells)
     if summaries:
         console.print(compile_table(summaries))
+    if args.details:
+        console.print(signals_table(cells))
+    for variants in find_variants(cells):
+        console.print(variants_table(variants))
     for sweep in find_sweeps(cells):
         console.print(sweep_table(sweep))
         for crossover in crossovers(sweep):

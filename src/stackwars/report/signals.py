@@ -1,0 +1,90 @@
+"""``show --details``: the signals a cell's JSON holds that the result tables leave out, one
+row per cell (data as display strings first, drawn after, as in ``table.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.table import Table as RichTable
+
+from stackwars.report.compile import format_phases
+from stackwars.report.table import format_bytes, format_seconds, stack_label
+from stackwars.results.schema import Cell
+
+COLUMNS = (
+    "Cell",
+    "Stack",
+    "Import",
+    "Init",
+    "Transfer",
+    "Set-up",
+    "Phases of the first run",
+    "Dispatch",
+    "User CPU/call",
+    "System CPU/call",
+    "Page faults/call",
+    "Compiles first/steady",
+    "Memory after import",
+    "Predicted peak",
+    "Device peak",
+    "Threads, BLAS",
+)
+
+
+def signal_rows(cells: Iterable[Cell]) -> list[tuple[str, ...]]:
+    """One tuple of display strings per cell that ran (failed cells have no signals)."""
+    return [_row(cell) for cell in cells if cell.status == "ok"]
+
+
+def _row(cell: Cell) -> tuple[str, ...]:
+    times, cpu, memory = cell.times, cell.cpu, cell.memory
+    params = ", ".join(f"{key}={value}" for key, value in cell.params.items())
+    return (
+        f"{cell.workload}({params})",
+        stack_label(cell),
+        format_seconds(times.import_s),
+        format_seconds(times.init_s),
+        format_seconds(times.transfer_s),
+        format_seconds(times.setup_s),
+        format_phases(cell.first_run_breakdown),
+        format_seconds(times.dispatch_s),
+        format_seconds(cpu.user_s_per_call),
+        format_seconds(cpu.sys_s_per_call),
+        "" if cpu.page_faults_per_call is None else f"{cpu.page_faults_per_call:.3g}",
+        f"{_count(cell.compiles.first_run)}/{_count(cell.compiles.steady)}",
+        format_bytes(memory.rss_after_import_bytes),
+        format_bytes(memory.predicted_bytes),
+        format_bytes(memory.device_peak_bytes),
+        _threads(cell),
+    )
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def _threads(cell: Cell) -> str:
+    """The run's thread setting and each BLAS library the worker loaded, with its kernel."""
+    threads = cell.settings.get("run", {}).get("threads")
+    parts = [f"threads {threads if threads is not None else 'default'}"]
+    for library in cell.settings.get("blas", []):
+        kernel = library.get("architecture") or library.get("threading_layer") or ""
+        name = library.get("internal_api") or library.get("user_api") or "?"
+        parts.append(f"{name} ×{library.get('num_threads')} {kernel}".strip())
+    return "; ".join(parts)
+
+
+def signals_table(cells: Iterable[Cell]) -> RichTable:
+    table = RichTable(
+        title="Signals per cell (show --details)",
+        title_justify="left",
+        title_style="bold",
+        caption="Per call: over the steady phase. Compiles: during the first run / during "
+        "steady state. Memory after import: before any data.",
+        caption_justify="left",
+    )
+    for name in COLUMNS:
+        table.add_column(name, justify="left" if name in ("Cell", "Stack") else "right")
+    for row in signal_rows(cells):
+        table.add_row(*row)
+    return table
