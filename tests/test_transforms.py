@@ -172,3 +172,27 @@ def test_a_kernel_longer_than_its_signal_is_refused() -> None:
     workload = workloads.get("vmap-convolve")
     with pytest.raises(ParameterError, match="kernel <= length"):
         workload.work(workload.resolve({"length": 4, "kernel": 8}))
+
+
+@pytest.mark.slow
+def test_ir_shows_what_nested_grad_builds(tmp_path: Path) -> None:
+    """Seed 002 prints make_jaxpr(f); `stackwars ir` gives the jaxpr and StableHLO of each
+    order: the third derivative's graph holds the forward and three backward passes."""
+    import json
+
+    from stackwars.cli import main
+
+    if missing_reason("jax"):
+        pytest.skip(missing_reason("jax") or "")
+    lines = {}
+    for order in (1, 3):
+        out = tmp_path / f"order{order}"
+        argv = ["ir", "--workload", "derivatives", "--param", f"order={order}"]
+        argv += ["--param", "n=8", "--stacks", "jax:jit", "--out", str(out)]
+        assert main(argv) == 0
+        index = json.loads((out / "jax_jit" / "index.json").read_text(encoding="utf-8"))
+        assert {"jaxpr", "stablehlo"} <= set(index["stages"])
+        jaxpr = (out / "jax_jit" / index["stages"]["jaxpr"]).read_text(encoding="utf-8")
+        assert "mul" in jaxpr
+        lines[order] = len(jaxpr.splitlines())
+    assert lines[3] > lines[1]
