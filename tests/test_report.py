@@ -307,7 +307,8 @@ def test_show_details_lists_the_signals_the_tables_leave_out() -> None:
     cell.cpu.page_faults_per_call = 12.5
     cell.compiles.first_run, cell.compiles.steady = 1, 0
     cell.settings = {
-        "run": {"threads": None},
+        "run": {"threads": None, "preallocate": False},
+        "framework": {"preallocate": None},  # as jax reports it on a CPU
         "blas": [{"internal_api": "openblas", "num_threads": 2, "architecture": "Haswell"}],
     }
     failed = make_cell("torch:eager", status="error", reason="boom")
@@ -315,7 +316,10 @@ def test_show_details_lists_the_signals_the_tables_leave_out() -> None:
     assert row[1] == "jax:jit" and row[2] == "800 ms" and row[7] == "2.00 µs"
     assert row[6] == "trace 10.0 ms · compile 200 ms"
     assert row[10] == "12.5" and row[11] == "1/0"
-    assert row[-1] == "threads default; openblas ×2 Haswell"
+    assert row[-1] == "threads default; prealloc n/a; openblas ×2 Haswell"
+    # A framework that does not report it (numpy): what the run asked for.
+    cell.settings = {"run": {"threads": 2, "preallocate": True}}
+    assert signal_rows([cell])[0][-1] == "threads 2; prealloc on"
 
 
 def test_a_text_parameter_that_varies_is_shown_as_variants_with_speed_ups() -> None:

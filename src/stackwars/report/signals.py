@@ -27,7 +27,7 @@ COLUMNS = (
     "Memory after import",
     "Predicted peak",
     "Device peak",
-    "Threads, BLAS",
+    "Threads, pre-allocation, BLAS",
 )
 
 
@@ -64,9 +64,15 @@ def _count(value: int | None) -> str:
 
 
 def _threads(cell: Cell) -> str:
-    """The run's thread setting and each BLAS library the worker loaded, with its kernel."""
-    threads = cell.settings.get("run", {}).get("threads")
-    parts = [f"threads {threads if threads is not None else 'default'}"]
+    """The run's thread and pre-allocation settings and each BLAS library the worker loaded,
+    with its kernel (pre-allocation: the framework's answer where it has one, e.g. None on a
+    CPU, else what was asked)."""
+    run = cell.settings.get("run", {})
+    threads = run.get("threads")
+    framework = cell.settings.get("framework", {})
+    preallocate = framework.get("preallocate", run.get("preallocate"))
+    allocation = {True: "on", False: "off", None: "n/a"}.get(preallocate, str(preallocate))
+    parts = [f"threads {threads if threads is not None else 'default'}", f"prealloc {allocation}"]
     for library in cell.settings.get("blas", []):
         kernel = library.get("architecture") or library.get("threading_layer") or ""
         name = library.get("internal_api") or library.get("user_api") or "?"
