@@ -1,9 +1,13 @@
-"""The host values probes send and compare with, built on demand (the parent imports no
-NumPy until a probe's arguments are asked for)."""
+"""What several probe modules share: the host values probes send and compare with, built on
+demand (the parent imports no NumPy until a probe's arguments are asked for), the frameworks
+every probe covers, and the affine program several probes call."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+FRAMEWORKS = ("numpy", "jax", "torch", "tensorflow")
 
 
 def small(dtype: str = "float32") -> Any:
@@ -18,3 +22,10 @@ def f64(x: Any) -> Any:
     import numpy as np
 
     return np.array(x, dtype=np.float64)
+
+
+def affine(
+    mode: str, prepare: Callable[[Callable[..., Any]], Callable[..., Any]], tally: Any
+) -> Callable[..., Any]:
+    """x * 2 + 1: a program with nothing to trip on, so that only its inputs matter."""
+    return prepare(lambda x: x * 2 + 1)

@@ -12,10 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from stackwars.probes import Prepare, Probe, register
-from stackwars.probes._arrays import f64, small
+from stackwars.probes._arrays import FRAMEWORKS, f64, small
 
 Fn = Callable[..., Any]
-FRAMEWORKS = ("numpy", "jax", "torch", "tensorflow")
 
 
 def _count(n: int) -> Any:

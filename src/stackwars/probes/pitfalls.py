@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stackwars.probes import Prepare, Probe, register
+from stackwars.probes._arrays import FRAMEWORKS, affine
 
 Fn = Callable[..., Any]
 
@@ -207,7 +208,7 @@ register(
         description="a print inside the function: does it run on each of 3 calls?",
         calls=lambda: [(_vector(),) for _ in range(3)],
         reference=lambda args: _f64(args[0]) * 2,
-        implementations=dict.fromkeys(("numpy", "jax", "torch", "tensorflow"), _side_effect),
+        implementations=dict.fromkeys(FRAMEWORKS, _side_effect),
         side_effect_per_call=True,
     )
 )
@@ -216,17 +217,13 @@ register(
 # 5. A new shape on the third call: how many compilations?
 
 
-def _affine(mode: str, prepare: Prepare, tally: Fn) -> Fn:
-    return prepare(lambda x: x * 2 + 1)
-
-
 register(
     Probe(
         name="new-shape",
         description="x * 2 + 1 on shapes (4,), (4,), (8,): one compilation expected",
         calls=lambda: [(_vector(4),), (_vector(4),), (_vector(8),)],
         reference=lambda args: _f64(args[0]) * 2 + 1,
-        implementations=dict.fromkeys(("numpy", "jax", "torch", "tensorflow"), _affine),
+        implementations=dict.fromkeys(FRAMEWORKS, affine),
     )
 )
 
@@ -251,6 +248,6 @@ register(
         description="x * SCALE with the global SCALE 2.0, then 3.0: does call 2 see 3.0?",
         calls=lambda: [(_vector(), 2.0), (_vector(), 3.0)],
         reference=lambda args: _f64(args[0]) * args[1],
-        implementations=dict.fromkeys(("numpy", "jax", "torch", "tensorflow"), _captured_global),
+        implementations=dict.fromkeys(FRAMEWORKS, _captured_global),
     )
 )

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 from stackwars.probes import NEW, SAME, Prepare, Probe, register
+from stackwars.probes._arrays import FRAMEWORKS
 
 Fn = Callable[..., Any]
 
 SEED = 42  # the seed's
-FRAMEWORKS = ("numpy", "jax", "torch", "tensorflow")
 # Seed 000: torch and TensorFlow (and NumPy's np.random) advance a global state with every
 # draw; a JAX key is a value, the same key gives the same numbers.
 ADVANCES = {"numpy": NEW, "jax": SAME, "torch": NEW, "tensorflow": NEW}

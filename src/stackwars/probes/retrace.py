@@ -15,14 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from stackwars.probes import Prepare, Probe, register
-from stackwars.probes._arrays import f64, small
+from stackwars.probes._arrays import FRAMEWORKS, affine, f64, small
 
 Fn = Callable[..., Any]
-FRAMEWORKS = ("numpy", "jax", "torch", "tensorflow")
-
-
-def _affine(mode: str, prepare: Prepare, tally: Fn) -> Fn:
-    return prepare(lambda x: x * 2 + 1)
 
 
 register(
@@ -32,7 +27,7 @@ register(
         "compilation expected",
         calls=lambda: [(small("float32"),), (small("float64"),), (small("int32"),)],
         reference=lambda args: f64(args[0]) * 2 + 1,
-        implementations=dict.fromkeys(FRAMEWORKS, _affine),
+        implementations=dict.fromkeys(FRAMEWORKS, affine),
     )
 )
 

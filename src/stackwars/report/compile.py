@@ -96,7 +96,7 @@ def _break_even(summary: CompileSummary) -> str:
     return f"{estimate.value:.0f} [{low}–{high}]"
 
 
-def _shown(summaries: Sequence[CompileSummary]) -> list[int]:
+def shown_columns(summaries: Sequence[CompileSummary]) -> list[int]:
     """Column indices to draw: the warm-cache column only when a warm start was measured."""
     warm = any(summary.warm_status for summary in summaries)
     return [i for i, name in enumerate(COLUMNS) if warm or name != "Warm-cache first run"]
@@ -107,10 +107,10 @@ def compile_table(summaries: Sequence[CompileSummary]) -> RichTable:
         title="What compiling buys",
         title_justify="left",
         title_style="bold",
-        caption="\n".join(_notes(summaries)),
+        caption="\n".join(compile_notes(summaries)),
         caption_justify="left",
     )
-    shown = _shown(summaries)
+    shown = shown_columns(summaries)
     for i in shown:
         table.add_column(COLUMNS[i], justify="left" if i < 2 else "right")
     for row in compile_rows(summaries):
@@ -119,16 +119,16 @@ def compile_table(summaries: Sequence[CompileSummary]) -> RichTable:
 
 
 def compile_markdown(summaries: Sequence[CompileSummary]) -> str:
-    shown = _shown(summaries)
+    shown = shown_columns(summaries)
     header = [COLUMNS[i] for i in shown]
     lines = ["### What compiling buys", "", _line(header), _line(["---"] * len(header))]
     lines.extend(_line([row[i] for i in shown]) for row in compile_rows(summaries))
     lines.append("")
-    lines.extend(f"- {note}" for note in _notes(summaries))
+    lines.extend(f"- {note}" for note in compile_notes(summaries))
     return "\n".join(lines) + "\n"
 
 
-def _notes(summaries: Sequence[CompileSummary]) -> list[str]:
+def compile_notes(summaries: Sequence[CompileSummary]) -> list[str]:
     warm = any(summary.warm_status for summary in summaries)
     notes = [note for note in NOTES if warm or not note.startswith("Warm-cache")]
     notes.extend(sorted({s.note for s in summaries if s.break_even_calls and s.note}))

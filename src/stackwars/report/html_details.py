@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackwars.report.compile import COLUMNS as COMPILE_COLUMNS
-from stackwars.report.compile import NOTES as COMPILE_NOTES
-from stackwars.report.compile import compile_rows
+from stackwars.report.compile import compile_notes, compile_rows, shown_columns
 from stackwars.report.table import format_bytes
 from stackwars.results.compile import compile_summaries, persistent_cache
 from stackwars.results.run import Run, displayed_status
@@ -28,7 +27,6 @@ MANIFEST_COLUMNS = (
     "Inherited environment",
     "Version",
 )
-_WARM = "Warm-cache first run"
 _NOT_RECORDED = "not recorded (no cell of this stack started its framework)"
 
 
@@ -62,15 +60,12 @@ def compile_view(run: Run, several: bool) -> CompileView | None:
     summaries = compile_summaries(run.cells)
     if not summaries:
         return None
-    warm = any(summary.warm_status for summary in summaries)
-    shown = [i for i, name in enumerate(COMPILE_COLUMNS) if warm or name != _WARM]
-    notes = [note for note in COMPILE_NOTES if warm or not note.startswith("Warm-cache")]
-    notes.extend(sorted({s.note for s in summaries if s.break_even_calls and s.note}))
+    shown = shown_columns(summaries)
     return CompileView(
         title=f"run {run.id}" if several else "",
         columns=tuple(COMPILE_COLUMNS[i] for i in shown),
         rows=tuple(tuple(row[i] for i in shown) for row in compile_rows(summaries)),
-        notes=tuple(notes),
+        notes=tuple(compile_notes(summaries)),
     )
 
 
