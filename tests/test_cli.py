@@ -108,6 +108,7 @@ TOP = {
     "runs_to_steady",
     "gflops",
     "settings",
+    "node",
     *REQUIRED,
 }
 
@@ -132,7 +133,7 @@ def test_json_has_the_documented_names(tmp_path: Path) -> None:
     ]
     assert main(argv) == 0
     data = json.loads(out.read_text())
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert {"id", "started", "finished", "machine", "versions", "argv"} <= set(data["run"])
     assert data["run"]["finished"] is not None and data["run"]["status"] == "complete"
     (cell,) = data["cells"]
@@ -140,6 +141,7 @@ def test_json_has_the_documented_names(tmp_path: Path) -> None:
     for group, names in REQUIRED.items():
         assert names <= set(cell[group]), group
     assert cell["status"] == "ok"
+    assert cell["node"]["executor"] == "local" and cell["node"]["fingerprint"]
     assert (
         cell["steady"]["ci95_low_s"] <= cell["steady"]["median_s"] <= cell["steady"]["ci95_high_s"]
     )

@@ -32,7 +32,7 @@ from stackwars.runner import ir_worker, peak_worker, plan, selftest_worker
 from stackwars.runner.protocol import CellSpec, Request
 from stackwars.timing.timer import TimingConfig
 from stackwars.workloads.models import SPECS, memory
-from stackwars.workloads.models.adapter import config_for
+from stackwars.workloads.models.adapter import config_for, runner_module
 
 ROOT = Path(__file__).parent.parent
 FAKE_FILE = Path(__file__).parent / "data" / "fake_framework.py"
@@ -48,7 +48,7 @@ def resolve(target: str) -> Any:
 
 
 def has_model_runner(name: str) -> bool:
-    return importlib.util.find_spec(f"{MODELS_PACKAGE}.run_{name}") is not None
+    return importlib.util.find_spec(f"{MODELS_PACKAGE}.{runner_module(name)}") is not None
 
 
 def pip_extras() -> set[str]:
@@ -110,24 +110,30 @@ def test_a_framework_with_a_model_runner_declares_how_it_holds_a_model(name: str
 
 
 def test_model_implementation_modules_are_named_after_their_framework() -> None:
-    """``run_<framework>.py`` and ``<family>_<framework>.py``, with the registry's names; a
-    framework with one family module has them all."""
+    """``run_<code>.py`` and ``<family>_<code>.py``, where a code is a registered framework's
+    name or family (``keras``); a code with one family module has them all."""
     package = importlib.import_module(MODELS_PACKAGE)
     families = {spec.family for spec in SPECS}
     found: dict[str, set[str]] = {}
     for module in pkgutil.iter_modules(package.__path__):
         prefix, underscore, suffix = module.name.partition("_")
         if underscore and (prefix == "run" or prefix in families):
-            assert suffix in FRAMEWORKS, f"{module.name}.py names no registered framework"
+            codes = {info.code_key for info in FRAMEWORKS.values()}
+            assert suffix in codes, f"{module.name}.py names no registered framework"
             found.setdefault(suffix, set()).add(prefix)
     for framework, prefixes in found.items():
         assert "run" in prefixes, f"{framework} has model modules but no run_{framework}.py"
+        # run_tensorflow.py runs the Keras definitions: a runner may have no family modules.
         present = prefixes & families
         assert not present or present == families, f"{framework} lacks {families - present}"
 
 
-def test_the_peak_measures_every_registered_framework() -> None:
-    assert set(peak_worker.LIBRARIES) == set(FRAMEWORKS)
+def test_the_peak_measures_every_registered_library() -> None:
+    """Every framework with kernels of its own; a layer over another (Keras) runs on a
+    registered one and is not measured twice."""
+    layers = {name: info.runs_on for name, info in FRAMEWORKS.items() if info.runs_on}
+    assert set(peak_worker.libraries()) == set(FRAMEWORKS) - set(layers)
+    assert set(layers.values()) <= set(peak_worker.libraries())
 
 
 # (b) a framework stackwars has never heard of needs nothing but its own declarations

@@ -25,6 +25,9 @@ PHASE_KEYS = {
     ("tensorflow", "xla"): {"trace_s", "compile_and_execute_s"},
 }
 OWN_PROCESS = "needs a process of its own; run through workers in test_torch_xla.py"
+# The Keras stacks pick their backend once per process: tests/test_keras.py runs them in
+# processes of their own, through the same worker code.
+NATIVE = {name: info for name, info in FRAMEWORKS.items() if info.runs_on is None}
 STACKS = [
     pytest.param(
         name,
@@ -32,10 +35,10 @@ STACKS = [
         id=f"{name}:{mode}",
         marks=pytest.mark.skip(reason=OWN_PROCESS) if info.needs_own_process(mode) else (),
     )
-    for name, info in FRAMEWORKS.items()
+    for name, info in NATIVE.items()
     for mode in info.modes
 ]
-GPU_FRAMEWORKS = [name for name, info in FRAMEWORKS.items() if "gpu" in info.devices]
+GPU_FRAMEWORKS = [name for name, info in NATIVE.items() if "gpu" in info.devices]
 
 
 def make_affine() -> Callable[..., Any]:
@@ -105,7 +108,7 @@ def test_stack_matches_numpy_and_counts_compiles(
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", list(FRAMEWORKS))
+@pytest.mark.parametrize("name", list(NATIVE))
 def test_unknown_mode_is_refused(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

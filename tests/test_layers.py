@@ -20,15 +20,17 @@ LAYERS = {
     "probes": 2,
     "results": 3,
     "suite_files": 3,
+    "claims": 3,
     "runner": 4,
     "report": 4,
     "stored": 5,
     "api": 6,
     "inprocess": 6,
     "behave": 6,
-    "commands": 7,
-    "cli": 8,
-    "__main__": 9,
+    "claimcheck": 7,
+    "commands": 8,
+    "cli": 9,
+    "__main__": 10,
 }
 
 

@@ -34,7 +34,8 @@ from stackwars.results.peak import (
 )
 from stackwars.results.schema import Cell, Parity, Steady, WorkCounts
 from stackwars.runner.peak import best_of, measure_peak
-from stackwars.runner.peak_worker import DTYPES, LIBRARIES, recorded, require_dtype
+from stackwars.runner.peak_worker import DTYPES, recorded, require_dtype
+from stackwars.runner.peak_worker import libraries as peak_libraries
 
 MACHINE = {
     "cpu_model": "AMD EPYC",
@@ -272,7 +273,7 @@ def test_quick_peak_measures_or_explains_every_library(tmp_path: Path) -> None:
     assert all(rate > 0 for rate in peak.flops_per_s.values())
     assert peak.bandwidth_bytes_per_s > 0
     libraries = peak.details["libraries"]
-    assert set(libraries) == set(LIBRARIES)
+    assert set(libraries) == set(peak_libraries())
     for result in libraries.values():
         if "error" in result:
             continue  # not installed, or its worker died: the reason is the record

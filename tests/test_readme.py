@@ -6,7 +6,9 @@ listed in ``AS_RUN`` below: either as it is, or with a tiny substitution that ke
 line teaches (its command, suite, workload and options) and shrinks sizes, stacks and time
 budgets to test size. The two set-up commands are run by CI itself (``.ci/run`` is the test
 command; the main-job command differs from it only in installing without the ``dev`` extra);
-their ``stackwars run`` is run here at tiny size.
+their ``stackwars run`` is run here at tiny size. The cluster section's ``ray`` commands run
+with the venv's ``ray`` on this machine's loopback (tests/conftest.py), the head on a free
+port; the one line that needs a second machine is in ``NOT_RUN``, with the reason.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +28,16 @@ import pytest
 pytestmark = pytest.mark.slow
 README = Path(__file__).resolve().parents[1] / "README.md"
 STACKWARS = str(Path(sys.executable).with_name("stackwars"))
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def free_port() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+RAY_PORT = free_port()
 FAST = ["--budget", "0.05", "--quiet"]
 SMALL = ["--stacks", "numpy,jax:jit", *FAST]
 OPS = ["--param", "n=32", "--param", "d_model=16", "--param", "d_ff=32", "--param", "heads=2"]
@@ -69,6 +84,20 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     ],
     "stackwars run --suite models --param scale=tiny": [
         ["run", "--suite", "models", "--param", "scale=tiny", "--stacks", "numpy", *FAST]
+    ],
+    # The Keras stacks beside their native stacks are test_keras.py's; here one of them.
+    "stackwars run --suite unified": [
+        [
+            "run",
+            "--suite",
+            "unified",
+            "--param",
+            "scale=tiny",
+            *OPS,
+            "--stacks",
+            "keras-jax:jit",
+            *FAST,
+        ]
     ],
     "stackwars run --workload gpt2-small --param task=train --param dtype=bfloat16 "
     "--stacks jax:jit,torch": [
@@ -144,6 +173,12 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     "stackwars behave --details": [
         ["behave", "--details", "--stacks", "numpy:eager,jax:jit", "--probes", BEHAVE_PROBES]
     ],
+    "stackwars claims --builtin --repeat 3": [
+        ["claims", "--builtin", "--only", "seed002-jit-poly-6x*", "--param", "n=32", *FAST]
+    ],
+    'stackwars claim "jax:jit >= 6x numpy:eager on poly n=10000"': [
+        ["claim", "jax:jit >= 6x numpy:eager on poly n=10000", "--param", "n=32", *FAST]
+    ],
     "stackwars run --suite quick --repeat 3 --label main --json baseline.json": [
         [
             "run",
@@ -191,6 +226,26 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     ],
     "stackwars import baseline.json": [["import", "baseline.json", "--db", "imported.sqlite"]],
     "stackwars runs --label main": [["runs", "--label", "main"]],
+    "ray start --head --port 6379": [["ray", "start", "--head", "--port", RAY_PORT]],
+    "ray start --address HEAD:6379": None,
+    "stackwars run --suite stack-wars --executor ray --ray-address HEAD:6379": [
+        [
+            "run",
+            "--suite",
+            "stack-wars",
+            "--param",
+            "scale=tiny",
+            *OPS,
+            "--stacks",
+            "numpy",
+            "--executor",
+            "ray",
+            "--ray-address",
+            f"127.0.0.1:{RAY_PORT}",
+            *FAST,
+        ]
+    ],
+    "ray stop": [["ray", "stop"]],
     "stackwars run --workload-file my_workloads.py --workload tanh --stacks numpy,jax": [
         [
             "run",
@@ -218,6 +273,17 @@ WHY = {
     "--github-summary": "--fail-above 50: two tiny runs of identical code may differ by 5 %",
     "stackwars import baseline.json": "into another store: the run itself stored it already",
     "stackwars run --suite-file my_suite.toml": "--param n=32 keeps the file and its stacks",
+    "ray start --head --port 6379": "a free port: 6379 may be taken on a shared machine",
+    "stackwars run --suite stack-wars --executor ray --ray-address HEAD:6379": "the head "
+    "started above, on loopback",
+    "stackwars claims --builtin --repeat 3": "--only: the whole set takes minutes at full size",
+}
+
+
+# Lines that cannot run here (AS_RUN None, apart from the set-up commands CI runs), and why.
+NOT_RUN = {
+    "ray start --address HEAD:6379": "a second machine joining the head: the tests have one "
+    "machine (tests/test_ray_executor.py covers one node; several are not proven here)",
 }
 
 
@@ -241,8 +307,10 @@ def environment(folder: Path) -> dict[str, str]:
 
 
 def stackwars(argv: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
+    """``stackwars ARGV``, or the venv's ``ray`` when ARGV starts with it."""
+    command = [RAY, *argv[1:]] if argv[0] == "ray" else [STACKWARS, *argv]
     done = subprocess.run(  # noqa: PLW1510 (the exit status is asserted)
-        [STACKWARS, *argv],
+        command,
         cwd=folder,
         env=environment(folder),
         capture_output=True,
@@ -255,18 +323,28 @@ def stackwars(argv: list[str], folder: Path) -> subprocess.CompletedProcess[str]
 
 def test_every_readme_command_is_listed() -> None:
     assert readme_commands() == list(AS_RUN)
+    not_run = [line for line, runs in AS_RUN.items() if runs is None]
+    assert not_run == [INSTALL_AND_TEST, *NOT_RUN]
 
 
-def test_every_readme_command_works_from_another_folder(tmp_path: Path) -> None:
+def test_every_readme_command_works_from_another_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert Path.cwd().resolve() != tmp_path
     for block in blocks("python") + blocks("toml"):
         name = re.match(r"# (\w+\.(?:py|toml))\n", block)
         if name:  # a file the README asks the user to write
             (tmp_path / name.group(1)).write_text(block, encoding="utf-8")
-    for line, runs in AS_RUN.items():
-        for argv in runs or []:
-            done = stackwars(argv, tmp_path)
-            assert "Traceback" not in done.stdout + done.stderr, line
+    # Ray's files in a folder of their own, short: its socket paths must stay under 108 bytes.
+    monkeypatch.setenv("RAY_TMPDIR", tempfile.mkdtemp(prefix="swray-"))
+    try:
+        for line, runs in AS_RUN.items():
+            for argv in runs or []:
+                done = stackwars(argv, tmp_path)
+                assert "Traceback" not in done.stdout + done.stderr, line
+    finally:  # the README's head, also when a line between its start and stop failed
+        subprocess.run([RAY, "stop"], env=environment(tmp_path), capture_output=True, check=False)
+        shutil.rmtree(os.environ["RAY_TMPDIR"], ignore_errors=True)
     assert (tmp_path / "cells.csv").read_text(encoding="utf-8").startswith("run_id,")
     assert (tmp_path / "compare.md").read_text(encoding="utf-8").startswith("### ")
     assert list(tmp_path.glob("stackwars-ir/*/jax_jit/stablehlo.txt"))

@@ -88,7 +88,7 @@ def test_export_json_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     stored_run(db, "r1", [finished_cell(1, 2e-3), finished_cell(2, 4e-3)], [])
     assert main(["export", "r1", "--db", str(db)]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["schema_version"] == 1 and len(data["cells"]) == 2
+    assert data["schema_version"] == 2 and len(data["cells"]) == 2
     out = tmp_path / "cells.csv"
     assert main(["export", "latest", "--format", "csv", "--out", str(out), "--db", str(db)]) == 0
     rows = list(csv.DictReader(io.StringIO(out.read_text())))

@@ -266,7 +266,8 @@ GRAD_CELLS = [
     pytest.param(name, given, str(stack), id=f"{name}-grad-{stack}")
     for name, given in (("ffn", {}), ("mha", {"causal": True}))
     for stack in all_stacks()
-    if not stack.info.needs_own_process(stack.mode)
+    # Keras stacks pick their backend once per process: test_keras.py runs them in workers.
+    if not stack.info.needs_own_process(stack.mode) and stack.info.runs_on is None
 ]
 
 

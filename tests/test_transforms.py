@@ -17,7 +17,7 @@ import pytest
 
 from stackwars import workloads
 from stackwars.errors import ParameterError
-from stackwars.frameworks import all_stacks, load_framework, missing_reason
+from stackwars.frameworks import default_stacks, load_framework, missing_reason
 from stackwars.frameworks.base import Framework, RunSettings
 from stackwars.runner import parity, plan
 from stackwars.runner.protocol import CellSpec
@@ -28,7 +28,9 @@ SEED_VALUES = {0: 8.0, 1: 12.0, 2: -6.0, 3: -24.0}
 # test_workload_contract.py, which compiles each workload's tiny size; torch:xla runs only in a
 # process of its own (test_torch_xla.py).
 STACKS = [
-    s for s in all_stacks() if not s.info.needs_own_process(s.mode) and str(s) != "torch:compile"
+    s
+    for s in default_stacks()
+    if not s.info.needs_own_process(s.mode) and str(s) != "torch:compile"
 ]
 STYLES = ("loop", "vmap", "vectorised")
 # torch has two autodiff APIs; the other frameworks run theirs as api=func.

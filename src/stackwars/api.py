@@ -29,7 +29,7 @@ from stackwars.errors import UsageError
 from stackwars.frameworks import (
     FRAMEWORKS,
     Stack,
-    all_stacks,
+    default_stacks,
     influential_environment,
     missing_reason,
     parse_stack,
@@ -44,8 +44,9 @@ from stackwars.results.peak import Peak, load_peak, save_peak, stale_reason
 from stackwars.results.run import Run, new_run_id, now, owner_alive, this_process
 from stackwars.results.schema import Cell
 from stackwars.results.selftest import StackResult
-from stackwars.runner import maxbatch, plan, session
+from stackwars.runner import executors, maxbatch, plan, session
 from stackwars.runner.child import Limits, run_child
+from stackwars.runner.executors import open_executor  # noqa: F401 (re-exported)
 from stackwars.runner.peak import measure_peak
 from stackwars.runner.protocol import CellSpec
 
@@ -128,7 +129,7 @@ def choose_cells(selection: Selection) -> tuple[list[CellSpec], Suite | None]:
     if selection.workload:
         workload = workloads.get(selection.workload)
         values = plan.parse_param_args(workload, selection.params)
-        cells = plan.cells_for(workload, values, stacks or all_stacks(), device)
+        cells = plan.cells_for(workload, values, stacks or default_stacks(), device)
         suite = None
     else:
         suite = (
@@ -210,6 +211,18 @@ def plan_run(
     ``runs`` and comparisons."""
     chosen, suite = choose_cells(selection)
     options = run_options(measure, selection.device, suite, selection.workload_files)
+    return plan_cells(chosen, options, measure, argv, label)
+
+
+def plan_cells(
+    chosen: Sequence[CellSpec],
+    options: RunOptions,
+    measure: Measure,
+    argv: Sequence[str] = (),
+    label: str = "",
+) -> PlannedRun:
+    """A new run of cells the caller chose (``claimcheck``: what its claims need), each
+    ``measure.repeat`` times in interleaved fresh workers."""
     cells = plan.schedule(chosen, measure.repeat, measure.order_seed)
     record = _new_run(options, cells, argv, label)
     planned = plan.plan(cells, options.memory_budget, options.force)
@@ -298,16 +311,19 @@ def execute(
     results: store.Store,
     reporter: session.Reporter,
     json_path: Path | None = None,
+    executor: session.Executor | None = None,
 ) -> Run:
-    """Run the planned cells, storing each the moment it ends (and rewriting ``json_path``);
-    the run is stored as interrupted when Ctrl-C stops it."""
+    """Run the planned cells on ``executor`` (None: one at a time on this machine; see
+    :func:`open_executor`), storing each the moment it ends (and rewriting ``json_path``); the
+    run is stored as interrupted when Ctrl-C stops it."""
     record = planned.record
     sinks: list[session.Sink] = [results.add_cell]
     if json_path:
         sinks.append(lambda current, _cell: current.write_json(json_path))
     results.begin_run(record)
     try:
-        session.execute(planned.cells, planned.options, record, sinks, reporter)
+        runner = executor or executors.LocalExecutor()
+        session.execute(planned.cells, planned.options, record, sinks, reporter, executor=runner)
     finally:
         results.finish_run(record)
         if json_path:
@@ -512,8 +528,9 @@ def blas_libraries() -> dict[str, list[dict[str, Any]] | str]:
     """Per installed framework, the BLAS libraries its worker process loads (or why not)."""
     probed: dict[str, list[dict[str, Any]] | str] = {}
     limits = Limits(BLAS_PROBE_TIMEOUT_S, default_memory_budget())
-    for name in FRAMEWORKS:
-        if missing_reason(name) is not None:
+    for name, info in FRAMEWORKS.items():
+        # A layer over another framework (Keras) loads that framework's libraries.
+        if info.runs_on is not None or missing_reason(name) is not None:
             continue
         end = run_child("stackwars.runner.blas_worker", "blas", {"framework": name}, limits)
         ok = end.ok and end.result is not None

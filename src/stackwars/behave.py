@@ -17,7 +17,7 @@ from typing import Any
 from stackwars import probes, workloads
 from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
-from stackwars.frameworks import all_stacks, parse_stacks, stack_missing_reason
+from stackwars.frameworks import default_stacks, parse_stacks, stack_missing_reason
 from stackwars.results import metadata
 from stackwars.results.behave import Outcome
 from stackwars.results.run import Run, new_run_id, now
@@ -50,7 +50,7 @@ def behave(
     workers at a time; outcomes in probe order, then stack order, whatever order they end in
     (``on_outcome`` hears each as it ends)."""
     chosen = [probes.get(name).name for name in names] or list(probes.registry())
-    stack_list = [str(stack) for stack in (parse_stacks(stacks) if stacks else all_stacks())]
+    stack_list = [str(stack) for stack in (parse_stacks(stacks) if stacks else default_stacks())]
     if jobs < 1:
         raise UsageError(f"--jobs {jobs} must be at least 1")
     for path in workload_files:

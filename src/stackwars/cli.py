@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from stackwars import commands
-from stackwars.config import CACHE_MODES
+from stackwars.claims.files import FORMAT_HELP
+from stackwars.config import CACHE_MODES, EXECUTORS
 from stackwars.errors import UsageError
+from stackwars.timing.compare import MIN_WORKERS
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -25,6 +27,8 @@ examples:
   stackwars run --workload gemm --param n=256,1024 --stacks numpy,jax:jit,torch:*
   stackwars run --workload poly --param n=64..4096:x2 --stacks numpy,jax:jit
   stackwars run --workload-file my_workloads.py --workload my_op
+  stackwars run --suite stack-wars --executor ray --ray-address 10.0.0.1:6379
+                                                  each cell a task on a Ray cluster
 
 Each cell runs in a fresh worker process. Every cell's result is stored in the results
 store (--db) the moment it ends; Ctrl-C keeps what finished and marks the run interrupted.
@@ -97,6 +101,25 @@ def _add_run(subparsers: argparse._SubParsersAction[_Parser]) -> None:
     )
     _add_run_limits(run)
     _add_run_output(run)
+    _add_run_executor(run)
+
+
+def _add_run_executor(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_argument_group("where cells run")
+    where.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="local: one cell at a time on this machine (default); ray: each cell a Ray task "
+        "starting the same worker on a cluster node, the results streamed into the store "
+        "(needs pip install 'stackwars[ray]')",
+    )
+    where.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="the Ray cluster's head, HOST:PORT as 'ray start --head' prints it (or 'auto'); "
+        "default: a Ray instance of its own on this machine",
+    )
 
 
 def _add_run_limits(run: argparse.ArgumentParser) -> None:
@@ -238,7 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rerun.add_argument("run", metavar="RUN", help="a run id or 'latest'")
     _add_rerun_output(rerun)
+    _add_run_executor(rerun)
     _add_behave(subparsers)
+    _add_claims(subparsers)
     _add_results_commands(subparsers)
     _add_report(subparsers)
     _add_ir(subparsers)
@@ -291,6 +316,71 @@ def _add_behave(subparsers: argparse._SubParsersAction[_Parser]) -> None:
     )
     behave.add_argument("--quiet", action="store_true", help="only the matrix")
     behave.add_argument("--workload-file", action="append", default=[], metavar="PATH")
+
+
+def _add_claims(subparsers: argparse._SubParsersAction[_Parser]) -> None:
+    what = (
+        "Measure the cells the claims are about (each once, in --repeat interleaved fresh "
+        "workers), and judge each claim by its value's 95% interval. The verdicts are stored "
+        "with the run ('show', 'report'). Exit 1 with --strict when a claim fails."
+    )
+    epilog = FORMAT_HELP  # argparse formats %(prog)s in descriptions and epilogs only
+    formatter = argparse.RawDescriptionHelpFormatter
+    several = subparsers.add_parser(
+        "claims",
+        help="check claims from files, or the built-in ones (the seeds', Keras's) on this machine",
+        description=what,
+        epilog="example: stackwars claims --builtin --repeat 3\n\n" + epilog,
+        formatter_class=formatter,
+    )
+    several.add_argument("files", nargs="*", metavar="FILE", help="claim files (TOML)")
+    several.add_argument(
+        "--builtin", action="store_true", help="every quantitative claim of the seeds, and Keras's"
+    )
+    several.add_argument("--only", metavar="IDS", help="comma list of ids or patterns (seed002-*)")
+    _add_claim_options(several)
+    one = subparsers.add_parser(
+        "claim",
+        help="check one claim written on one line",
+        description=what,
+        epilog='example: stackwars claim "jax:jit >= 6x numpy:eager on poly n=10000"\n\n' + epilog,
+        formatter_class=formatter,
+    )
+    one.add_argument(
+        "claim", metavar="CLAIM", help="e.g. 'jax:jit faster than numpy:eager on gemm'"
+    )
+    _add_claim_options(one)
+
+
+def _add_claim_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=MIN_WORKERS,
+        metavar="N",
+        help=f"fresh workers per cell, interleaved ({MIN_WORKERS}, the fewest a verdict accepts)",
+    )
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a parameter in every claim whose workload has it, e.g. --param n=32 --param "
+        "scale=tiny for a quick check at test size: the verdicts then speak of those sizes, "
+        "not the claims' (for a crossover over KEY, a comma list replaces the values swept)",
+    )
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
+    parser.add_argument("--budget", type=float, metavar="S", help="steady budget per cell (1)")
+    parser.add_argument("--timeout", type=float, metavar="S", help="per cell, seconds (900)")
+    parser.add_argument("--memory-budget", metavar="SIZE", help="per worker, e.g. 8GiB")
+    parser.add_argument("--order-seed", type=int, default=0, metavar="N", help="of the order (0)")
+    parser.add_argument(
+        "--db", metavar="PATH", help="results store (default $STACKWARS_DB or ./stackwars.sqlite)"
+    )
+    parser.add_argument("--json", metavar="PATH", help="also write the run and its claims as JSON")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the claims as Markdown")
+    parser.add_argument("--label", metavar="TEXT", default="", help="a name for the run")
+    parser.add_argument("--quiet", action="store_true", help="no progress, only the claims")
 
 
 def _add_ir(subparsers: argparse._SubParsersAction[_Parser]) -> None:

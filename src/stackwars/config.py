@@ -18,6 +18,8 @@ DEVICE_KINDS = ("cpu", "gpu", "tpu")
 # measured again in a fresh worker that finds the cache the first one filled.
 CACHE_MODES = ("cold", "warm", "pristine", "cold-then-warm")
 X64_MODES = ("auto", "on", "off")
+# Where cells run: here, one at a time (local), or as tasks on a Ray cluster (runner/executors.py).
+EXECUTORS = ("local", "ray")
 DEFAULT_TIMEOUT_S = 900.0
 # Leave room for the parent, the OS page cache and whatever else shares the machine.
 DEFAULT_BUDGET_SHARE = 0.75

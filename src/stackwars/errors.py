@@ -11,6 +11,7 @@ The tree::
     │   ├── ParameterError          a parameter name or value a workload does not accept
     │   ├── BudgetError             a cell that cannot fit the memory budget
     │   ├── WorkloadFileError       a --workload-file that cannot be imported
+    │   ├── ClaimError              a claim (file or one-line form) that does not parse
     │   └── StoreError              a results store that is corrupt, foreign or locked
     └── PeakError (results/peak.py) the machine's peak could not be measured or read
 
@@ -52,6 +53,10 @@ class BudgetError(UsageError):
 
 class WorkloadFileError(UsageError):
     """A user workload file that is missing or fails to import."""
+
+
+class ClaimError(UsageError):
+    """A claim that does not parse: the message names the field and shows an example."""
 
 
 class StoreError(UsageError):

@@ -14,6 +14,7 @@ from stackwars.errors import ParameterError, UsageError
 from stackwars.frameworks import parse_stack
 from stackwars.report.comparison import ComparisonRow, compare_runs, compare_stacks
 from stackwars.results import store
+from stackwars.results.machines import machine_of
 from stackwars.results.run import Run
 from stackwars.results.schema import SCHEMA_VERSION, Cell
 from stackwars.timing.compare import INCONCLUSIVE
@@ -102,13 +103,18 @@ def import_run(path: Path, db: str | None = None) -> Run:
         results.add_cell(record, cell)
     for outcome in record.outcomes:
         results.add_outcome(record, outcome)
+    for claim in record.claims:
+        results.add_claim(record, claim)
     results.finish_run(record)
     return record
 
 
 def machine_mismatch(baseline: Run, candidate: Run) -> str:
     """Why two runs' times are not comparable ('' when they ran on the same machine, or a run
-    is too old to say)."""
+    is too old to say). When every timed cell of both runs records its machine (a run on a Ray
+    cluster spans several), each compared cell is checked instead (report.comparison)."""
+    if _cells_say_where(baseline) and _cells_say_where(candidate):
+        return ""
     prints = (baseline.identity.get("fingerprint"), candidate.identity.get("fingerprint"))
     if None in prints or prints[0] == prints[1]:
         return ""
@@ -117,6 +123,10 @@ def machine_mismatch(baseline: Run, candidate: Run) -> str:
         f"the runs come from different machines (fingerprint {prints[0]} on {hosts[0]}, "
         f"{prints[1]} on {hosts[1]}): compare runs measured on one machine"
     )
+
+
+def _cells_say_where(record: Run) -> bool:
+    return all(machine_of(cell) for cell in record.cells if cell.status == "ok")
 
 
 def not_judged(row: ComparisonRow, why: str) -> ComparisonRow:

@@ -45,6 +45,31 @@ STACK_WARS_OPS = (
     SuiteEntry("mha", {**GPT2_SMALL, "heads": (12,), "causal": (True,), "task": TASKS}),
 )
 
+# Issue 15's comparison: each Keras stack beside the native stack of its backend in the same
+# mode (the cost of the abstraction), and the Keras backends side by side (which is best).
+UNIFIED_STACKS = (
+    "keras-jax:jit",
+    "jax:jit",
+    "keras-torch:eager",
+    "torch:eager",
+    "keras-torch:compile",
+    "torch:compile",
+    "keras-tensorflow:graph",
+    "tensorflow:graph",
+    "keras-tensorflow:xla",
+    "tensorflow:xla",
+)
+UNIFIED_OPS = (
+    *STACK_WARS_OPS,
+    SuiteEntry("selu", {"n": (512,), "dtype": ("float32",)}),
+    SuiteEntry("poly", {"n": (512,), "dtype": ("float32",)}),
+    SuiteEntry("layernorm", {"batch": (2,), "seq": (64,), "d_model": (768,)}),
+    SuiteEntry("softmax", {"rows": (128,), "cols": (1024,)}),
+)
+# The four of seed 001's models that fit this project's 24 GiB machine in every mode; GPT-Neo
+# 1.3B and LLaMA 8B run on the same stacks with --workload (their train steps are planned oom).
+UNIFIED_MODELS = MODELS[:4]
+
 # Seed 002's second half: its transforms, each on every stack that has it (the others are
 # planned unsupported, with the reason), at sizes where a call takes milliseconds.
 TRANSFORMS = (
@@ -148,6 +173,22 @@ SUITES: dict[str, Suite] = {
                 "--param scale=tiny runs the same cells at test size"
             ),
             entries=MODEL_ENTRIES,
+            timing=MODEL_TIMING,
+        ),
+        Suite(
+            name="unified",
+            description=(
+                "issue 15: Keras 3 on JAX, PyTorch and TensorFlow beside each backend's native "
+                "stack in the same mode, over the op workloads and four of seed 001's models "
+                "(infer and train); --param scale=tiny for test size"
+            ),
+            entries=tuple(
+                dataclasses.replace(entry, stacks=UNIFIED_STACKS)
+                for entry in (
+                    *UNIFIED_OPS,
+                    *(SuiteEntry(m, {"task": ("infer", "train")}) for m in UNIFIED_MODELS),
+                )
+            ),
             timing=MODEL_TIMING,
         ),
         Suite(

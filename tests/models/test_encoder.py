@@ -122,10 +122,10 @@ def test_torch_parameters_are_the_layout(spec: ModelSpec) -> None:
 @by_name
 def test_keras_variables_are_the_layout(spec: ModelSpec) -> None:
     pytest.importorskip("tensorflow")
-    from stackwars.workloads.models import encoder_tensorflow
+    from stackwars.workloads.models import encoder_keras
 
-    model = encoder_tensorflow.build(spec.name, tiny(spec), "bfloat16")
-    canonical = encoder_tensorflow.canonical_params(model)
+    model = encoder_keras.build(spec.name, tiny(spec), "bfloat16")
+    canonical = encoder_keras.canonical_params(model)
     assert {k: tuple(v.shape) for k, v in canonical.items()} == spec.layout(tiny(spec))
     assert list(canonical) == list(spec.layout(tiny(spec)))
     assert len(model.trainable_variables) == len(canonical)
@@ -155,10 +155,10 @@ def run_jax(spec: ModelSpec, config: Any, params: Any, x: Any, *, jit: bool) -> 
 
 def run_tf(spec: ModelSpec, config: Any, params: Any, x: Any, *, xla: bool) -> Any:
     tf = pytest.importorskip("tensorflow")
-    from stackwars.workloads.models import encoder_tensorflow
+    from stackwars.workloads.models import encoder_keras
 
-    model = encoder_tensorflow.build(spec.name, config, "float32")
-    encoder_tensorflow.load_canonical(model, params)
+    model = encoder_keras.build(spec.name, config, "float32")
+    encoder_keras.load_canonical(model, params)
     call = partial(model, training=False)
     out = tf.function(call, jit_compile=True)(tf.constant(x)) if xla else call(x)
     return [t.numpy() for t in outputs(out)]
@@ -220,15 +220,15 @@ def tf_loss_and_grads(
     spec: ModelSpec, config: Any, params: Any, x: Any, y: Any, *, xla: bool
 ) -> Any:
     tf = pytest.importorskip("tensorflow")
-    from stackwars.workloads.models import encoder_tensorflow
+    from stackwars.workloads.models import encoder_keras
 
-    model = encoder_tensorflow.build(spec.name, config, "float32")
-    encoder_tensorflow.load_canonical(model, params)
-    variables = encoder_tensorflow.canonical_params(model)
+    model = encoder_keras.build(spec.name, config, "float32")
+    encoder_keras.load_canonical(model, params)
+    variables = encoder_keras.canonical_params(model)
 
     def step(inputs: Any, labels: Any) -> Any:
         with tf.GradientTape() as tape:
-            loss = encoder_tensorflow.loss(model, inputs, labels)
+            loss = encoder_keras.loss(model, inputs, labels)
         return loss, tape.gradient(loss, list(variables.values()))
 
     loss, grads = tf.function(step, jit_compile=True)(x, y) if xla else step(x, y)

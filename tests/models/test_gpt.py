@@ -111,10 +111,10 @@ def keras_model(spec: ModelSpec, dtype: str = "float32") -> Any:
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     pytest.importorskip("tensorflow")
     pytest.importorskip("keras")
-    from stackwars.workloads.models import gpt_tensorflow
+    from stackwars.workloads.models import gpt_keras
 
-    model = gpt_tensorflow.build(spec.name, tiny(spec), dtype)
-    gpt_tensorflow.load_canonical(model, as_float32(weights(spec)))
+    model = gpt_keras.build(spec.name, tiny(spec), dtype)
+    gpt_keras.load_canonical(model, as_float32(weights(spec)))
     return model
 
 
@@ -142,9 +142,9 @@ def test_canonical_params_round_trip(spec: ModelSpec) -> None:
     module = gpt_torch.build(spec.name, tiny(spec))
     gpt_torch.load_canonical(module, expected)
     from_torch = {k: v.detach().numpy() for k, v in gpt_torch.canonical_params(module).items()}
-    from stackwars.workloads.models import gpt_tensorflow
+    from stackwars.workloads.models import gpt_keras
 
-    from_tf = {k: v.numpy() for k, v in gpt_tensorflow.canonical_params(keras_model(spec)).items()}
+    from_tf = {k: v.numpy() for k, v in gpt_keras.canonical_params(keras_model(spec)).items()}
     for found in (from_torch, from_tf):
         assert list(found) == list(expected)
         for name, value in found.items():
@@ -186,13 +186,13 @@ def tensorflow_loss_and_grads(spec: ModelSpec, jit: bool) -> tuple[float, dict[s
     model = keras_model(spec)
     import tensorflow as tf
 
-    from stackwars.workloads.models import gpt_tensorflow
+    from stackwars.workloads.models import gpt_keras
 
-    variables = gpt_tensorflow.canonical_params(model)
+    variables = gpt_keras.canonical_params(model)
 
     def step(inputs: Any, labels: Any) -> Any:
         with tf.GradientTape() as tape:
-            loss = gpt_tensorflow.loss(model, inputs, labels)
+            loss = gpt_keras.loss(model, inputs, labels)
         return loss, tape.gradient(loss, list(variables.values()))
 
     fn = tf.function(step, jit_compile=True) if jit else step
@@ -290,13 +290,13 @@ def test_keras_bfloat16_build() -> None:
     spec = gpt.GPT_NEO_1_3B
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     tf = pytest.importorskip("tensorflow")
-    from stackwars.workloads.models import gpt_tensorflow
+    from stackwars.workloads.models import gpt_keras
 
-    model = gpt_tensorflow.build(spec.name, tiny(spec), "bfloat16")
-    gpt_tensorflow.load_canonical(model, weights(spec))
+    model = gpt_keras.build(spec.name, tiny(spec), "bfloat16")
+    gpt_keras.load_canonical(model, weights(spec))
     assert {v.dtype for v in model.weights} == {"bfloat16"}
     inputs, labels = tf.constant(tokens(spec)), tf.constant(tokens(spec, 2))
     assert tf.function(model, jit_compile=True)(inputs).dtype == tf.bfloat16
-    loss = tf.function(gpt_tensorflow.loss, jit_compile=True)(model, inputs, labels)
+    loss = tf.function(gpt_keras.loss, jit_compile=True)(model, inputs, labels)
     assert loss.dtype == tf.float32
     assert np.isfinite(loss.numpy())

@@ -61,9 +61,9 @@ def keras_modules() -> tuple[Any, Any]:
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     tf = pytest.importorskip("tensorflow")
     pytest.importorskip("keras")
-    from stackwars.workloads.models import llama_tensorflow
+    from stackwars.workloads.models import llama_keras
 
-    return tf, llama_tensorflow
+    return tf, llama_keras
 
 
 def test_published_parameter_count() -> None:
@@ -113,9 +113,9 @@ def test_jax_forward_matches_numpy(weights32: Any, batch: Any, reference: Any, j
 def test_tf_forward_matches_numpy(
     weights32: Any, batch: Any, reference: Any, compiled: bool
 ) -> None:
-    tf, llama_tensorflow = keras_modules()
-    model = llama_tensorflow.build(SPEC.name, TINY, "float32")
-    llama_tensorflow.load_canonical(model, weights32)
+    tf, llama_keras = keras_modules()
+    model = llama_keras.build(SPEC.name, TINY, "float32")
+    llama_keras.load_canonical(model, weights32)
 
     def run(tokens: Any) -> Any:
         return model(tokens, training=False)
@@ -125,9 +125,9 @@ def test_tf_forward_matches_numpy(
 
 
 def test_tf_variables_follow_layout_and_dtype() -> None:
-    _, llama_tensorflow = keras_modules()
-    model = llama_tensorflow.build(SPEC.name, TINY, "bfloat16")
-    params = llama_tensorflow.canonical_params(model)
+    _, llama_keras = keras_modules()
+    model = llama_keras.build(SPEC.name, TINY, "bfloat16")
+    params = llama_keras.canonical_params(model)
     assert {name: tuple(v.shape) for name, v in params.items()} == SPEC.layout(TINY)
     assert list(params) == list(SPEC.layout(TINY))
     assert len(model.trainable_variables) == len(params)
@@ -200,14 +200,14 @@ def test_jax_loss_and_grads(weights32: Any, batch: Any, reference_grads: Any) ->
 def test_tf_loss_and_grads(
     weights32: Any, batch: Any, reference_grads: Any, compiled: bool
 ) -> None:
-    tf, llama_tensorflow = keras_modules()
-    model = llama_tensorflow.build(SPEC.name, TINY, "float32")
-    llama_tensorflow.load_canonical(model, weights32)
-    params = llama_tensorflow.canonical_params(model)
+    tf, llama_keras = keras_modules()
+    model = llama_keras.build(SPEC.name, TINY, "float32")
+    llama_keras.load_canonical(model, weights32)
+    params = llama_keras.canonical_params(model)
 
     def step(tokens: Any, labels: Any) -> Any:
         with tf.GradientTape() as tape:
-            loss = llama_tensorflow.loss(model, tokens, labels)
+            loss = llama_keras.loss(model, tokens, labels)
         return loss, tape.gradient(loss, list(params.values()))
 
     loss, grads = (tf.function(step, jit_compile=True) if compiled else step)(*batch)

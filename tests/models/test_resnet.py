@@ -140,10 +140,10 @@ def jax_forward(jit: bool) -> Callable[[Mapping[str, Any], Any], Any]:
 
 def keras_model(weights: Mapping[str, Any], dtype: str = "float32") -> Any:
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    from stackwars.workloads.models import resnet_tensorflow
+    from stackwars.workloads.models import resnet_keras
 
-    model = resnet_tensorflow.build(SPEC.name, TINY, dtype)
-    resnet_tensorflow.load_canonical(model, weights)
+    model = resnet_keras.build(SPEC.name, TINY, dtype)
+    resnet_keras.load_canonical(model, weights)
     return model
 
 
@@ -234,14 +234,14 @@ def tf_train(jit: bool) -> Callable[[Mapping[str, Any], Any, Any], Trained]:
     def run(weights: Mapping[str, Any], images: Any, labels: Any) -> Trained:
         import tensorflow as tf
 
-        from stackwars.workloads.models import resnet_tensorflow
+        from stackwars.workloads.models import resnet_keras
 
         model = keras_model(weights)
-        variables = resnet_tensorflow.canonical_params(model)
+        variables = resnet_keras.canonical_params(model)
 
         def step(x: Any, y: Any) -> Any:
             with tf.GradientTape() as tape:
-                value = resnet_tensorflow.loss(model, x, y)
+                value = resnet_keras.loss(model, x, y)
             return value, tape.gradient(value, list(variables.values()))
 
         value, grads = (tf.function(step, jit_compile=True) if jit else step)(images, labels)

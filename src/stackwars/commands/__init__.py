@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from stackwars.commands import (
     behave,
+    claims,
     compare,
     history,
     ir,
@@ -33,6 +34,8 @@ HANDLERS: dict[str, Handler] = {
     "ir": ir.ir,
     "selftest": selftest.selftest,
     "behave": behave.behave_command,
+    "claims": claims.claims,
+    "claim": claims.claim,
     "report": report.report,
 }
 

@@ -10,17 +10,17 @@ from rich.table import Table
 
 from stackwars import api
 from stackwars.report.behave import behave_report
+from stackwars.report.claims import claim_results, claims_markdown, claims_table
 from stackwars.report.comparison import comparison_report, regressions
-from stackwars.report.compile import compile_markdown, compile_table
 from stackwars.report.console import report_console
 from stackwars.report.crossover import crossovers, find_sweeps, sweep_table
+from stackwars.report.derived import derived_tables
 from stackwars.report.export import outcomes_csv, to_csv
 from stackwars.report.signals import signals_table
 from stackwars.report.table import build_tables, render_markdown, render_rich
 from stackwars.report.variants import find_variants, variants_table
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.behave import outcome_from_dict
-from stackwars.results.compile import compile_summaries
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
 
@@ -61,9 +61,9 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
         console.print(f"warning: {stale}")
     tables = build_tables(cells, peak)
     console.print(render_rich(tables))
-    summaries = compile_summaries(record.cells)
-    if summaries:
-        console.print(compile_table(summaries))
+    derived, derived_markdown = derived_tables(record.cells)
+    for table in derived:
+        console.print(table)
     if args.details:
         console.print(signals_table(cells))
     for variants in find_variants(cells):
@@ -72,8 +72,12 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
         console.print(sweep_table(sweep))
         for crossover in crossovers(sweep):
             console.print(f"crossover: {crossover.describe()}")
+    claims = [result for _, result in claim_results([record])]
+    if claims:
+        console.print(claims_table(claims, f"Claims checked in run {record.id}"))
     if args.markdown:
-        markdown = render_markdown(tables) + (compile_markdown(summaries) if summaries else "")
+        markdown = render_markdown(tables) + derived_markdown
+        markdown += claims_markdown(claims) if claims else ""
         Path(args.markdown).write_text(markdown, encoding="utf-8")
     if not args.baseline:
         return 0

@@ -7,13 +7,12 @@ from pathlib import Path
 
 from stackwars import api
 from stackwars.errors import UsageError
-from stackwars.report.compile import compile_markdown, compile_table
 from stackwars.report.console import report_console
+from stackwars.report.derived import derived_tables
 from stackwars.report.maxbatch import max_batch_table
 from stackwars.report.progress import Progress
 from stackwars.report.table import build_tables, render_markdown, render_rich, status_counts
 from stackwars.results.aggregate import merge_repeats
-from stackwars.results.compile import compile_summaries
 
 EXIT_NOT_ALL_OK = 1
 
@@ -72,22 +71,27 @@ def rerun(args: argparse.Namespace, argv: list[str]) -> int:
 def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
     """Run the planned cells with progress, then print (and write) the tables."""
     console = report_console()
-    results = api.open_store(args.db)
-    for warning in planned.warnings:
-        console.print(f"warning: {warning}")
-    json_path = Path(args.json) if args.json else None
-    with Progress(total=len(planned.cells), quiet=args.quiet) as progress:
-        record = api.execute(planned, results, progress, json_path)
+    # Connected first: an executor that cannot start is one line, with nothing stored.
+    executor = api.open_executor(args.executor, args.ray_address, planned.options)
+    try:
+        results = api.open_store(args.db)
+        for warning in planned.warnings:
+            console.print(f"warning: {warning}")
+        json_path = Path(args.json) if args.json else None
+        with Progress(total=len(planned.cells), quiet=args.quiet) as progress:
+            record = api.execute(planned, results, progress, json_path, executor)
+    finally:
+        executor.close()
     peak, stale = api.usable_peak(record.machine)
     if stale:
         console.print(f"warning: {stale}")
     tables = build_tables(merge_repeats(record.cells), peak)
     console.print(render_rich(tables))
-    summaries = compile_summaries(record.cells)
-    if summaries:
-        console.print(compile_table(summaries))
+    derived, derived_markdown = derived_tables(record.cells)
+    for table in derived:
+        console.print(table)
     if args.markdown:
-        markdown = render_markdown(tables) + (compile_markdown(summaries) if summaries else "")
+        markdown = render_markdown(tables) + derived_markdown
         Path(args.markdown).write_text(markdown, encoding="utf-8")
     console.print(f"run {record.id}: {status_counts(record.cells)}; stored in {results.path}")
     if getattr(args, "capture_ir", False):

@@ -13,7 +13,9 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from stackwars.errors import UnknownNameError
 from stackwars.frameworks.base import (
@@ -24,7 +26,78 @@ from stackwars.frameworks.base import (
     ModelMemory,
 )
 
+T = TypeVar("T")
 MIB = 2**20
+JAX_IR = IrCapture(
+    stages=("jaxpr", "stablehlo", "hlo", "optimized_hlo", "cost_analysis", "memory_analysis"),
+    capturer="stackwars.ir.capture_jax:capture_jit",
+)
+TF_XLA_IR = IrCapture(
+    stages=("stablehlo", "hlo", "optimized_hlo"),
+    capturer="stackwars.ir.capture_tensorflow:capture_xla",
+)
+TF_GRAPH_IR = IrCapture(
+    stages=("graph_ops",), capturer="stackwars.ir.capture_tensorflow:capture_graph"
+)
+TORCH_COMPILE_IR = IrCapture(
+    stages=("fx_graph", "inductor_code", "graph_breaks"),
+    capturer="stackwars.ir.capture_torch:capture_compile",
+)
+# Keras 3 on each backend: the modes Keras itself applies there (jit_compile on JAX and
+# TensorFlow, where jit_compile=False still runs a tf.function graph; torch.compile on
+# PyTorch), and the resident memory of a worker that imported the backend and Keras (which
+# imports jax whatever its backend), measured here and rounded up.
+KERAS_BACKENDS = (
+    ("jax", ("eager", "jit"), 600 * MIB),
+    ("torch", ("eager", "compile"), 900 * MIB),
+    ("tensorflow", ("eager", "graph", "xla"), 1200 * MIB),
+)
+# What a Keras stack shares with the native framework of its backend.
+_BACKEND_IR = {
+    "jax": {"jit": JAX_IR},
+    "torch": {"compile": TORCH_COMPILE_IR},
+    "tensorflow": {"graph": TF_GRAPH_IR, "xla": TF_XLA_IR},
+}
+_BACKEND_DEVICES = {
+    "jax": ("cpu", "gpu", "tpu"),
+    "torch": ("cpu", "gpu"),
+    "tensorflow": ("cpu", "gpu", "tpu"),
+}
+_BACKEND_PREFIXES = {
+    "jax": ("JAX_", "TPU_"),
+    "torch": ("TORCH", "PYTORCH_"),
+    "tensorflow": ("TF_",),
+}
+# TensorFlow keeps no compile cache between processes.
+_BACKEND_CACHES: dict[str, dict[str, str]] = {
+    "jax": dict.fromkeys(("eager", "jit"), "JAX's persistent compilation cache"),
+    "torch": {"compile": "Inductor's FX-graph and AOTAutograd caches"},
+    "tensorflow": {},
+}
+
+
+def _keras(backend: str, modes: tuple[str, ...], baseline: int) -> FrameworkInfo:
+    """Keras 3 on ``backend``: one framework per backend, the family ``keras``."""
+    return FrameworkInfo(
+        name=f"keras-{backend}",
+        modes=modes,
+        import_name="keras",
+        extra=f"keras-{backend}",
+        implementation=f"stackwars.frameworks.keras:Keras{backend.title()}Framework",
+        baseline_bytes=baseline,
+        # Keras variables are the backend's own arrays; on JAX a compiled train step is
+        # stateless (new variables returned), as Keras's own JAX trainer runs it.
+        model_memory=ModelMemory(weights="own copy", functional_train_step=backend == "jax"),
+        devices=_BACKEND_DEVICES[backend],
+        distributions=("keras",),
+        environment_prefixes=("KERAS_", *_BACKEND_PREFIXES[backend]),
+        compile_caches=_BACKEND_CACHES[backend],
+        ir_capture=_BACKEND_IR[backend],
+        runs_on=backend,
+        family="keras",
+    )
+
+
 FRAMEWORKS: dict[str, FrameworkInfo] = {
     info.name: info
     for info in (
@@ -46,23 +119,11 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             implementation="stackwars.frameworks.jax:JaxFramework",
             baseline_bytes=400 * MIB,
             model_memory=ModelMemory(weights="device copy", functional_train_step=True),
-            devices=("cpu", "gpu", "tpu"),
+            devices=_BACKEND_DEVICES["jax"],
             distributions=("jax", "jaxlib"),
             environment_prefixes=("JAX_", "TPU_"),
-            compile_caches=dict.fromkeys(("eager", "jit"), "JAX's persistent compilation cache"),
-            ir_capture={
-                "jit": IrCapture(
-                    stages=(
-                        "jaxpr",
-                        "stablehlo",
-                        "hlo",
-                        "optimized_hlo",
-                        "cost_analysis",
-                        "memory_analysis",
-                    ),
-                    capturer="stackwars.ir.capture_jax:capture_jit",
-                )
-            },
+            compile_caches=_BACKEND_CACHES["jax"],
+            ir_capture={"jit": JAX_IR},
         ),
         FrameworkInfo(
             name="torch",
@@ -76,7 +137,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             distributions=("torch",),
             environment_prefixes=("TORCH", "PYTORCH_"),
             compile_caches={
-                "compile": "Inductor's FX-graph and AOTAutograd caches",
+                **_BACKEND_CACHES["torch"],
                 "xla": "JAX's persistent compilation cache (torchax compiles with jax.jit)",
             },
             mode_implementations={
@@ -92,10 +153,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
                     stages=("exported_graph", "stablehlo", "optimized_hlo"),
                     capturer="stackwars.ir.capture_torch:capture_xla",
                 ),
-                "compile": IrCapture(
-                    stages=("fx_graph", "inductor_code", "graph_breaks"),
-                    capturer="stackwars.ir.capture_torch:capture_compile",
-                ),
+                "compile": TORCH_COMPILE_IR,
             },
         ),
         FrameworkInfo(
@@ -109,17 +167,9 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             devices=("cpu", "gpu", "tpu"),
             distributions=("tensorflow-cpu", "tensorflow", "keras"),
             environment_prefixes=("TF_", "KERAS_"),
-            ir_capture={
-                "xla": IrCapture(
-                    stages=("stablehlo", "hlo", "optimized_hlo"),
-                    capturer="stackwars.ir.capture_tensorflow:capture_xla",
-                ),
-                "graph": IrCapture(
-                    stages=("graph_ops",),
-                    capturer="stackwars.ir.capture_tensorflow:capture_graph",
-                ),
-            },
+            ir_capture={"xla": TF_XLA_IR, "graph": TF_GRAPH_IR},
         ),
+        *(_keras(backend, modes, baseline) for backend, modes, baseline in KERAS_BACKENDS),
     )
 }
 
@@ -162,6 +212,17 @@ def all_stacks() -> list[Stack]:
     return [Stack(info.name, mode) for info in FRAMEWORKS.values() for mode in info.modes]
 
 
+def default_stacks() -> list[Stack]:
+    """The stacks of a run that names none: every framework that is not a layer over another
+    (the Keras stacks are asked for by name, by family, or by the suites made for them)."""
+    return [stack for stack in all_stacks() if stack.info.runs_on is None]
+
+
+def family_members(name: str) -> list[str]:
+    """The frameworks of family ``name`` (``keras``); [] when no family has that name."""
+    return [info.name for info in FRAMEWORKS.values() if info.family == name]
+
+
 def parse_stack(text: str) -> Stack:
     """``"jax:jit"`` -> Stack; a bare framework name is refused (say which mode)."""
     allowed = [str(stack) for stack in all_stacks()]
@@ -175,23 +236,39 @@ def parse_stack(text: str) -> Stack:
 
 
 def parse_stacks(text: str) -> list[Stack]:
-    """A comma list of stacks; ``framework:*`` or a bare framework name means all its modes."""
+    """A comma list of stacks; ``framework:*`` or a bare framework name means all its modes,
+    a family name (``keras``) all the modes of all its frameworks."""
     stacks: list[Stack] = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         name = item.removesuffix(":*")
-        if name in FRAMEWORKS and ":" not in name:
-            stacks.extend(Stack(name, mode) for mode in FRAMEWORKS[name].modes)
+        members = [name] if name in FRAMEWORKS else family_members(name)
+        if members and ":" not in name:
+            stacks.extend(Stack(m, mode) for m in members for mode in FRAMEWORKS[m].modes)
         else:
             stacks.append(parse_stack(item))
     return list(dict.fromkeys(stacks))
 
 
+def implementation_for(implementations: Mapping[str, T], framework: str) -> T | None:
+    """A workload's or probe's implementation for ``framework``: its own entry, else its
+    family's (one written with ``keras.ops`` for every Keras stack); None when neither."""
+    found = implementations.get(framework)
+    if found is None and framework in FRAMEWORKS:
+        found = implementations.get(FRAMEWORKS[framework].code_key)
+    return found
+
+
 def missing_reason(framework: str) -> str | None:
     """Why a framework cannot be imported here, with the fix; None when it is installed."""
     info = FRAMEWORKS[framework]
-    if importlib.util.find_spec(info.import_name) is None:
-        return f"{info.name} is not installed; fix: {info.install_hint()}"
+    for name in (info.import_name, *_backend_import(info)):
+        if importlib.util.find_spec(name) is None:
+            return f"{name} is not installed; fix: {info.install_hint()}"
     return None
+
+
+def _backend_import(info: FrameworkInfo) -> tuple[str, ...]:
+    return () if info.runs_on is None else (FRAMEWORKS[info.runs_on].import_name,)
 
 
 def stack_missing_reason(framework: str, mode: str) -> str | None:
@@ -202,7 +279,7 @@ def stack_missing_reason(framework: str, mode: str) -> str | None:
     """
     info = FRAMEWORKS[framework]
     special = info.mode_implementations.get(mode)
-    needed = (info.import_name, *(special.import_names if special else ()))
+    needed = (info.import_name, *_backend_import(info), *(special.import_names if special else ()))
     for name in needed:
         if importlib.util.find_spec(name) is None:
             return f"{name} is not installed; fix: {info.install_hint(mode)}"

@@ -137,6 +137,19 @@ class FrameworkInfo:
     # Mode -> the persistent compile cache its compiled code can be reloaded from in a later
     # process (--cache warm, cold-then-warm); a mode missing here keeps none.
     compile_caches: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # The registered framework this one is a layer over (the Keras stacks run on jax, torch or
+    # tensorflow): it brings no kernels of its own, so the peak and the BLAS probe leave it
+    # out, and runs that name no stacks leave it out too (ask for it by name or family).
+    runs_on: str | None = None
+    # Frameworks written with the same code share a family: the key of their implementations
+    # in workloads and probes, and a name ``--stacks`` expands to every member of (``keras``).
+    # Empty: the framework is its own family.
+    family: str = ""
+
+    @property
+    def code_key(self) -> str:
+        """The key of this framework's implementations in workloads and probes."""
+        return self.family or self.name
 
     def implementation_for(self, mode: str | None) -> str:
         """The "module:Class" that runs ``mode`` (None: the framework's own class)."""

@@ -1,5 +1,6 @@
 """Comparisons of cells: the same cells in two runs, or every stack against a baseline stack
-within one run. Data first (``ComparisonRow``), rendering after."""
+within one run. Data first (``ComparisonRow``), rendering after. Cells that ran on different
+machines are shown but not judged: their verdict is inconclusive and a note says why."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from rich.console import RenderableType
 from rich.table import Table as RichTable
 
 from stackwars.report.table import format_seconds
+from stackwars.results.machines import mixed_machines
 from stackwars.results.schema import Cell
 from stackwars.timing.compare import INCONCLUSIVE, Comparison, compare, geometric_mean
 
@@ -24,7 +26,7 @@ class ComparisonRow:
     baseline_median: float | None
     candidate_median: float | None
     result: Comparison | None
-    note: str = ""  # why there is no result
+    note: str = ""  # why there is no result, or why the result is not judged
 
     def regression_above(self, percent: float) -> bool:
         result = self.result
@@ -56,7 +58,10 @@ def _row(
         within_process=within_process,
     )
     base_median = _pooled_median(base)
-    return ComparisonRow(label, base_median, base_median * result.ratio, result)
+    mixed = mixed_machines(base + cand)
+    if mixed:
+        result = dataclasses.replace(result, verdict=INCONCLUSIVE, reason=mixed)
+    return ComparisonRow(label, base_median, base_median * result.ratio, result, mixed)
 
 
 def _pooled_median(cells: list[Cell]) -> float:
@@ -110,7 +115,8 @@ def compare_stacks(
 
 
 def geometric_mean_ratio(rows: Iterable[ComparisonRow]) -> float | None:
-    ratios = [row.result.ratio for row in rows if row.result is not None]
+    # Rows with a note are not judged (their cells ran on different machines).
+    ratios = [row.result.ratio for row in rows if row.result is not None and not row.note]
     return geometric_mean(ratios) if ratios else None
 
 
@@ -151,7 +157,7 @@ def regressions(rows: Iterable[ComparisonRow], fail_above: float) -> list[Compar
 def comparison_notes(rows: list[ComparisonRow], fail_above: float | None) -> list[str]:
     """The geometric mean, a line per regression past the limit, and a line per cell the
     limit could not judge."""
-    notes = []
+    notes = [f"not judged: {row.label}: {row.note}" for row in rows if row.result and row.note]
     geomean = geometric_mean_ratio(rows)
     if geomean is not None:
         notes.append(f"geometric mean of ratios: {geomean:.3f} ({(geomean - 1) * 100:+.1f}%)")
@@ -162,7 +168,7 @@ def comparison_notes(rows: list[ComparisonRow], fail_above: float | None) -> lis
         notes.append(f"REGRESSION above {fail_above:g}%: {row.label}: {row.result.describe()}")
     for row in rows:
         result = row.result
-        if result is not None and result.verdict == INCONCLUSIVE:
+        if result is not None and result.verdict == INCONCLUSIVE and not row.note:
             notes.append(f"not judged against --fail-above: {row.label}: {result.reason}")
     return notes
 

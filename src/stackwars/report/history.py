@@ -15,6 +15,7 @@ from typing import Any
 from rich.table import Table as RichTable
 
 from stackwars.report.table import format_seconds, format_steady
+from stackwars.results.machines import machine_of
 from stackwars.results.schema import Cell
 from stackwars.timing.compare import Comparison, compare
 
@@ -54,9 +55,14 @@ def series_by_params(
 ) -> dict[str, list[tuple[str, str, Cell]]]:
     """Rows grouped by everything that identifies a cell except the run, and by machine when
     the rows come from more than one (``machines``: run id -> fingerprint): times of different
-    machines are never one series."""
+    machines are never one series. A cell that records its own machine (``Cell.node``: a run on
+    a Ray cluster spans several) is placed by that."""
     machines = machines or {}
-    several = len({machines.get(row[0], "?") for row in rows}) > 1
+
+    def machine(row: tuple[str, str, Cell]) -> str:
+        return machine_of(row[2]) or machines.get(row[0], "unknown (an older run)")
+
+    several = len({machine(row) for row in rows}) > 1
     series: dict[str, list[tuple[str, str, Cell]]] = {}
     for row in rows:
         cell = row[2]
@@ -64,7 +70,7 @@ def series_by_params(
         host = " →host" if cell.to_host else ""
         title = f"{cell.workload}({params}) {cell.stack}{host} @ {cell.device}"
         if several:
-            title += f" on machine {machines.get(row[0], 'unknown (an older run)')}"
+            title += f" on machine {machine(row)}"
         series.setdefault(title, []).append(row)
     return series
 

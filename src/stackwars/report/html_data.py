@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from stackwars.claims.verdict import ClaimResult
+from stackwars.report.claims import claim_results
 from stackwars.report.comparison import ComparisonRow
 from stackwars.report.crossover import find_sweeps
 from stackwars.report.history import Point, series_by_params, with_steps
@@ -35,6 +37,7 @@ from stackwars.results.schema import Cell
 # (id, heading): the report's sections in order; both renderers and the tests use these ids.
 SECTIONS = (
     ("runs", "Runs"),
+    ("claims", "Claims checked"),
     ("workloads", "Steady time, first run and memory per workload"),
     ("compile", "What compiling buys"),
     ("sweeps", "Sweeps and crossovers"),
@@ -104,6 +107,7 @@ class Report:
     warnings: tuple[tuple[str, str], ...]  # where, what
     failures: tuple[Failure, ...]
     several_runs: bool
+    claims: tuple[tuple[str, ClaimResult], ...] = ()  # (run id, claim) of every checked claim
 
 
 def build_report(inputs: ReportInputs) -> Report:
@@ -134,6 +138,7 @@ def build_report(inputs: ReportInputs) -> Report:
         warnings=tuple(warnings_of(runs, merged, inputs.run_warnings)),
         failures=tuple(failures(runs, merged)),
         several_runs=several,
+        claims=tuple(claim_results(runs)),
     )
 
 

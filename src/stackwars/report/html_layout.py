@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from stackwars.claims.verdict import FAILS
+from stackwars.report.claims import COLUMNS as CLAIM_COLUMNS
+from stackwars.report.claims import claim_rows, verdict_counts
 from stackwars.report.comparison import ComparisonRow, comparison_notes
 from stackwars.report.html_data import SECTIONS, ComparisonView, HistoryView, Report
 from stackwars.report.html_details import MANIFEST_COLUMNS, RunManifest
@@ -75,6 +78,7 @@ class Section:
 def layout(report: Report) -> list[Section]:
     builders = {
         "runs": _runs,
+        "claims": _claims,
         "workloads": _workloads,
         "compile": _compile,
         "sweeps": _sweeps,
@@ -100,6 +104,26 @@ def _runs(report: Report) -> list[Block]:
         (r.id, r.started, r.status, r.label, r.machine, r.counts, r.command) for r in report.runs
     )
     return [TableBlock(columns, rows, wide=frozenset({6}))]
+
+
+def _claims(report: Report) -> list[Block]:
+    if not report.claims:
+        return _empty(
+            "no claim was checked in these runs ('stackwars claims --builtin' checks the seeds' "
+            "claims and stores them with its run)"
+        )
+    results = [result for _, result in report.claims]
+    columns, rows = CLAIM_COLUMNS, claim_rows(results)
+    if report.several_runs:
+        columns = ("Run", *columns)
+        rows = [(run_id, *row) for (run_id, _), row in zip(report.claims, rows, strict=True)]
+    failed = frozenset(i for i, result in enumerate(results) if result.verdict == FAILS)
+    offset = len(columns) - len(CLAIM_COLUMNS)  # the statement, why, quote and note are long
+    wide = frozenset(offset + index for index in (1, 4, 5, 6))
+    return [
+        Paragraph(f"Verdicts: {verdict_counts(results)}."),
+        TableBlock(columns, tuple(rows), failed, wide),
+    ]
 
 
 def _workloads(report: Report) -> list[Block]:

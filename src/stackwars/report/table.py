@@ -18,9 +18,11 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from stackwars.report.roofline import format_roofline
+from stackwars.results.machines import machine_of, machines
+from stackwars.results.peak import peak_matches_machine
 from stackwars.results.schema import Cell, Parity
 
-if TYPE_CHECKING:  # peak.py reads machine metadata, which formats with this module
+if TYPE_CHECKING:
     from stackwars.results.peak import Peak
 
 COLUMNS = (
@@ -41,6 +43,7 @@ UNSTABLE_MARK = "~"
 UNSTABLE_NOTE = f"{UNSTABLE_MARK} not stable: CI target not reached within the time budget"
 TERMINAL_REASON_CHARS = 60
 NO_PEAK_NOTE = "Roofline: measure this machine's limits once with 'stackwars env --peak'"
+OTHER_MACHINE_NOTE = "Roofline: the stored peak was measured on another machine than these cells'"
 WITHIN_PROCESS_NOTE = (
     "±: half-width of the 95 % CI of the median within one worker process; the variation "
     "between processes is not in it (--repeat 3 measures it)"
@@ -92,34 +95,56 @@ class Table:
     device: str
     rows: tuple[Row, ...]
     notes: tuple[str, ...]
+    machine: str = ""  # host (fingerprint) when the run's cells ran on several machines
 
     @property
     def title(self) -> str:
         params = ", ".join(f"{key}={value}" for key, value in self.params.items())
-        return f"{self.workload}({params}) @ {self.device}"
+        where = f" on {self.machine}" if self.machine else ""
+        return f"{self.workload}({params}) @ {self.device}{where}"
 
 
 def build_tables(cells: Iterable[Cell], peak: Peak | None = None) -> list[Table]:
     """One table per (workload, params, device) in first-seen order, rows in cell order.
 
     A cell measured twice (a re-run of the same key) replaces the earlier one in place. With
-    the machine's measured ``peak``, each row also says where it stands on the roofline.
+    the machine's measured ``peak``, each row also says where it stands on the roofline. When
+    the cells ran on several machines (a Ray cluster), each table holds one machine's cells
+    and names it, the tables of one machine together: no row is compared with another
+    machine's. Cells that ran nowhere (skipped) join the first table of their key's group.
     """
-    groups: dict[tuple[str, str, str], dict[tuple[str, str, str, str, bool], Cell]] = {}
-    for cell in cells:
+    cells = list(cells)
+    found = machines(cells)
+    several = found if len(found) > 1 else {}
+    ran = [cell for cell in cells if not several or machine_of(cell) is not None]
+    nowhere = [cell for cell in cells if several and machine_of(cell) is None]
+    groups: dict[tuple[str, str, str, str | None], dict[tuple[str, str, str, str, bool], Cell]]
+    groups = {}
+    for cell in [*ran, *nowhere]:
         workload, params, _stack, device, _to_host = key = cell.key()
-        groups.setdefault((workload, params, device), {})[key] = cell
-    return [_build_table(list(group.values()), peak) for group in groups.values()]
+        machine = machine_of(cell) if several else None
+        if several and machine is None:
+            machine = next((g[3] for g in groups if g[:3] == (workload, params, device)), None)
+        groups.setdefault((workload, params, device, machine), {})[key] = cell
+    order = [*several, None]
+    ordered = sorted(groups.items(), key=lambda item: order.index(item[0][3]))
+    return [
+        _build_table(list(group.values()), peak, several.get(machine or "", ""))
+        for (*_, machine), group in ordered
+    ]
 
 
-def _build_table(cells: list[Cell], peak: Peak | None) -> Table:
+def _build_table(cells: list[Cell], peak: Peak | None, machine: str = "") -> Table:
+    node = next((cell.node for cell in cells if machine_of(cell)), {})
+    other_machine = peak is not None and bool(node) and not peak_matches_machine(peak, node)
+    peak = None if other_machine else peak
     baseline = next((cell for cell in cells if _median(cell) is not None), None)
     rows = tuple(_row(cell, baseline, peak) for cell in cells)
     first = cells[0]
     notes = _notes(cells, baseline)
     if peak is None:
-        notes = (*notes, NO_PEAK_NOTE)
-    return Table(first.workload, dict(first.params), first.device, rows, notes)
+        notes = (*notes, OTHER_MACHINE_NOTE if other_machine else NO_PEAK_NOTE)
+    return Table(first.workload, dict(first.params), first.device, rows, notes, machine)
 
 
 def _median(cell: Cell) -> float | None:

@@ -3,7 +3,8 @@
 The merged cell pools every worker's steady samples; its median is the pooled median and its
 interval a hierarchical bootstrap (workers, then blocks), because the variation between fresh
 processes is usually larger than within one. Times before steady state are the median over
-workers; peaks are the maximum. Cells that did not end ok are kept apart, as they are.
+workers; peaks are the maximum. Cells that did not end ok are kept apart, as they are, and so
+are workers that ran on different machines (a Ray cluster's nodes): they are never pooled.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import copy
 import statistics
 from collections.abc import Iterable
 
+from stackwars.results.machines import machine_of
 from stackwars.results.schema import Cell
 from stackwars.timing.compare import bootstrap_median_ci
 from stackwars.timing.stats import summarize
@@ -28,17 +30,19 @@ TIME_FIELDS = (
 
 
 def merge_repeats(cells: Iterable[Cell]) -> list[Cell]:
-    """One cell per key among the ok cells, in first-seen order; other cells unchanged."""
-    groups: dict[tuple[str, str, str, str, bool], list[Cell]] = {}
-    order: list[Cell | tuple[str, str, str, str, bool]] = []
+    """One cell per key and machine among the ok cells, in first-seen order; other cells
+    unchanged."""
+    groups: dict[tuple[tuple[str, str, str, str, bool], str | None], list[Cell]] = {}
+    order: list[Cell | tuple[tuple[str, str, str, str, bool], str | None]] = []
     for cell in cells:
         if cell.status != "ok" or not cell.steady.samples_s:
             order.append(cell)
             continue
-        if cell.key() not in groups:
-            groups[cell.key()] = []
-            order.append(cell.key())
-        groups[cell.key()].append(cell)
+        group = (cell.key(), machine_of(cell))
+        if group not in groups:
+            groups[group] = []
+            order.append(group)
+        groups[group].append(cell)
     return [item if isinstance(item, Cell) else _merge(groups[item]) for item in order]
 
 

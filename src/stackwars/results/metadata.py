@@ -103,6 +103,32 @@ def run_identity(label: str = "", folder: Path | None = None) -> dict[str, Any]:
     }
 
 
+# What a cell records about the machine it ran on (with its host, fingerprint and versions).
+NODE_KEYS = (
+    "cpu_model",
+    "arch",
+    "logical_cores",
+    "physical_cores",
+    "usable_cores",
+    "cpu_flags",
+    "memory_total_bytes",
+    "accelerators",
+)
+
+
+def node_info() -> dict[str, Any]:
+    """The machine this process runs on, as each cell records it: host name, fingerprint, the
+    hardware the fingerprint is made of, and the library versions installed here (a cluster's
+    nodes may differ in both)."""
+    machine = machine_info()
+    return {
+        "hostname": platform.node(),
+        "fingerprint": fingerprint(machine),
+        **{key: machine[key] for key in NODE_KEYS},
+        "versions": framework_versions(),
+    }
+
+
 def machine_info() -> dict[str, Any]:
     memory = psutil.virtual_memory()
     cpu = parse_cpuinfo(_read_text(_CPUINFO))

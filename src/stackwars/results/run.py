@@ -77,6 +77,8 @@ class Run:
     identity: dict[str, Any] = field(default_factory=dict)
     kind: str = "timing"  # or "behave": probe outcomes (results.behave.Outcome) instead of cells
     outcomes: list[dict[str, Any]] = field(default_factory=list)
+    # Claims checked with the run (``stackwars claims``): claims.verdict.ClaimResult as dicts.
+    claims: list[dict[str, Any]] = field(default_factory=list)
 
     def header(self) -> dict[str, Any]:
         return {
@@ -101,13 +103,14 @@ class Run:
                 "run": self.header(),
                 "outcomes": self.outcomes,
             }
-        return {
+        data = {
             "schema_version": SCHEMA_VERSION,
             "run": self.header(),
             "cells": [cell.to_dict() for cell in self.cells],
             # Derived from the cells, for readers of the file; never read back.
             "compile": summaries_as_data(compile_summaries(self.cells)),
         }
+        return {**data, "claims": self.claims} if self.claims else data
 
     def write_json(self, path: Path) -> None:
         write_atomically(path, dump(self.to_dict()))
@@ -130,4 +133,5 @@ class Run:
             cells=[Cell.from_dict(cell) for cell in data.get("cells", [])],
             kind=header.get("kind", "timing"),
             outcomes=list(data.get("outcomes", [])),
+            claims=list(data.get("claims", [])),
         )

@@ -20,7 +20,13 @@ History of SCHEMA_VERSION:
   cell's worker filled), the run JSON's derived ``compile`` section (break-even calls and
   compiled-versus-eager speed-up, recomputed from the cells whenever a run is written; readers
   ignore it); run ``kind`` (``timing``, or ``behave``: a ``stackwars behave`` run, whose file
-  holds ``outcomes``, one per probe and stack, instead of ``cells``).
+  holds ``outcomes``, one per probe and stack, instead of ``cells``); (2026-11-24) run
+  ``claims`` (``stackwars claims``: each claim checked with the run, its value, interval and
+  verdict, ``claims/verdict.py``).
+* 2 (2026-11-23): cell ``node``, the machine the cell ran on (``--executor ray`` runs cells on
+  several): executor, host name, machine fingerprint with the CPU model, cores, memory and
+  accelerators it is made of, and the library versions installed there (empty in version-1
+  files, whose cells all ran on the run's machine, ``run.identity``).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 STATUSES = ("ok", "mismatch", "oom", "timeout", "error", "unsupported")
 
@@ -159,6 +165,8 @@ class Cell:
     warnings: list[str] = field(default_factory=list)
     wall_s: float | None = None  # the worker's whole life, seen from the parent
     warm_start: WarmStart = field(default_factory=WarmStart)
+    # Where the cell ran (results.metadata.node_info, plus "executor"); {} when it ran nowhere.
+    node: dict[str, Any] = field(default_factory=dict)
 
     def key(self) -> tuple[str, str, str, str, bool]:
         return cell_key(self.workload, self.params, self.stack, self.device, self.to_host)

@@ -13,6 +13,8 @@ History of STORE_VERSION (the layout of the tables, apart from the JSON they hol
 * 3 (2026-11-22): table captures, the compiler IR of a run's cells (``run --capture-ir``).
 * 4 (2026-11-23): table outcomes, what each probe did on each stack in a ``stackwars behave``
   run (a run of kind ``behave``: it has outcomes, no cells).
+* 5 (2026-11-24): table claims, each claim a ``stackwars claims`` run checked: its statement,
+  value, interval and verdict (``claims/verdict.py``, ``ClaimResult``), stored after the cells.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from stackwars.results.jsonio import dump
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell
 
-STORE_VERSION = 4
+STORE_VERSION = 5
 DEFAULT_DB = "stackwars.sqlite"
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -55,6 +57,10 @@ CREATE TABLE IF NOT EXISTS captures (
 CREATE TABLE IF NOT EXISTS outcomes (
     run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, probe TEXT NOT NULL,
     stack TEXT NOT NULL, outcome TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS claims (
+    run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, claim_id TEXT NOT NULL,
+    verdict TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
 );
 """
 
@@ -86,8 +92,16 @@ def _migrate_3_to_4(db: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_4_to_5(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE claims (run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, "
+        "claim_id TEXT NOT NULL, verdict TEXT NOT NULL, data TEXT NOT NULL, "
+        "PRIMARY KEY (run_id, seq))"
+    )
+
+
 # Version n -> n + 1, applied in order to an older store when it is opened.
-_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
+_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5}
 
 
 def default_path(explicit: str | None = None) -> Path:
@@ -208,6 +222,15 @@ class Store:
                 ),
             )
 
+    def add_claim(self, run: Run, claim: dict[str, Any]) -> None:
+        """One claim checked with the run (``ClaimResult.to_dict()``), stored as it is judged."""
+        with self._connect() as db:
+            seq = db.execute("SELECT COUNT(*) FROM claims WHERE run_id = ?", (run.id,)).fetchone()
+            db.execute(
+                "INSERT INTO claims VALUES (?, ?, ?, ?, ?)",
+                (run.id, seq[0], claim["id"], claim["verdict"], dump(claim)),
+            )
+
     def finish_run(self, run: Run) -> None:
         with self._connect() as db:
             db.execute(
@@ -305,10 +328,14 @@ class Store:
             outcomes = db.execute(
                 "SELECT data FROM outcomes WHERE run_id = ? ORDER BY seq", (run_id,)
             ).fetchall()
+            claims = db.execute(
+                "SELECT data FROM claims WHERE run_id = ? ORDER BY seq", (run_id,)
+            ).fetchall()
         return Run.from_dict(
             {
                 "run": json.loads(row[0]),
                 "cells": [json.loads(c[0]) for c in cells],
                 "outcomes": [json.loads(o[0]) for o in outcomes],
+                "claims": [json.loads(c[0]) for c in claims],
             }
         )

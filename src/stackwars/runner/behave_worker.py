@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stackwars import probes, workloads
-from stackwars.frameworks import FRAMEWORKS, load_framework, parse_stack
+from stackwars.frameworks import FRAMEWORKS, implementation_for, load_framework, parse_stack
 from stackwars.frameworks.base import Framework, RunSettings
 from stackwars.runner.child import serve
 from stackwars.runner.worker import home_environment
@@ -55,7 +55,7 @@ def answer(data: dict[str, Any]) -> dict[str, Any]:
         workloads.load_workload_file(path)
     probe, stack = probes.get(data["probe"]), parse_stack(data["stack"])
     outcome = {"probe": probe.name, "stack": str(stack)}
-    build = probe.implementations.get(stack.framework)
+    build = implementation_for(probe.implementations, stack.framework)
     if build is None:
         reason = f"probe {probe.name!r} has no {stack.framework} implementation"
         return {**outcome, "outcome": "unsupported", "detail": reason}

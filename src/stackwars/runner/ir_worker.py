@@ -40,7 +40,7 @@ def capture(request: Request, out_dir: Path) -> dict[str, Any]:
     workload = workloads.get(spec.workload)
     params = workload.resolve(spec.params)
     settings = cell_settings(settings, workload, params)
-    builder = workload.implementations.get(spec.framework)
+    builder = workload.builder(spec.framework)
     if builder is None:
         index["unavailable"]["*"] = f"{spec.workload} has no {spec.framework} implementation"
         return index

@@ -13,8 +13,9 @@ from stackwars.config import default_memory_budget
 from stackwars.frameworks import missing_reason
 from stackwars.results.metadata import machine_info
 from stackwars.results.peak import MACHINE_KEYS, Peak, PeakError
+from stackwars.runner import peak_worker
 from stackwars.runner.child import Limits, run_child
-from stackwars.runner.peak_worker import DTYPES, LIBRARIES, STREAM_ARRAYS, STREAM_ITEMSIZE
+from stackwars.runner.peak_worker import DTYPES, STREAM_ARRAYS, STREAM_ITEMSIZE
 
 STREAM_COUNTING = (
     f"STREAM counting on float64 ({STREAM_ITEMSIZE}-byte) elements: each array read or "
@@ -34,7 +35,7 @@ def measure_peak(quick: bool = False, timeout_s: float = 600.0) -> Peak:
     machine = machine_info()
     deadline = time.monotonic() + timeout_s
     libraries: dict[str, Any] = {}
-    for library in LIBRARIES:
+    for library in peak_worker.libraries():
         missing = missing_reason(library)
         libraries[library] = (
             {"error": missing} if missing else run_worker(library, quick, deadline, timeout_s)

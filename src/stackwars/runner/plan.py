@@ -13,7 +13,7 @@ from typing import Any
 
 from stackwars import workloads
 from stackwars.errors import ParameterError
-from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, stack_missing_reason
+from stackwars.frameworks import FRAMEWORKS, Stack, default_stacks, stack_missing_reason
 from stackwars.runner.protocol import CellSpec
 from stackwars.suites import Suite
 from stackwars.workloads.base import Workload
@@ -120,7 +120,7 @@ def suite_cells(
     device: str,
     overrides: Mapping[str, Sequence[Any]] | None = None,
 ) -> list[CellSpec]:
-    chosen = list(stacks) if stacks is not None else all_stacks()
+    chosen = list(stacks) if stacks is not None else default_stacks()
     cells: list[CellSpec] = []
     for entry in suite.entries:
         allowed = chosen if entry.stacks is None else [s for s in chosen if str(s) in entry.stacks]
@@ -156,7 +156,7 @@ def skip_reason(spec: CellSpec) -> str:
     if spec.device.partition(":")[0] not in info.devices:
         return f"{info.name} has no {spec.device} support here; devices: {', '.join(info.devices)}"
     workload = workloads.get(spec.workload)
-    if spec.framework not in workload.implementations:
+    if workload.builder(spec.framework) is None:
         return f"workload {spec.workload!r} has no {spec.framework} implementation"
     return workload.unsupported(spec.params, spec.framework, spec.mode)
 

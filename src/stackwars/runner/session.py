@@ -1,15 +1,16 @@
 """The run loop: one worker per cell, each result stored the moment it ends.
 
-Ctrl-C kills the current worker (isolate.py guarantees it), keeps every finished cell, and
-marks the run ``interrupted`` before the interrupt goes on to the caller.
+An executor (runner/executors.py) runs the cells and hands back each result as it ends; this
+loop is the one place that crosschecks, stores and reports them. Ctrl-C stops the executor
+(the current worker is killed, outstanding Ray tasks cancelled), keeps every finished cell,
+and marks the run ``interrupted`` before the interrupt goes on to the caller.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -18,7 +19,6 @@ from stackwars.frameworks.base import RunSettings
 from stackwars.results.run import Run, now
 from stackwars.results.schema import Cell
 from stackwars.runner.crosscheck import crosscheck
-from stackwars.runner.isolate import failed_cell, run_in_worker
 from stackwars.runner.plan import PlannedCell
 from stackwars.runner.protocol import CellSpec, Request
 
@@ -82,19 +82,37 @@ def request_for(spec: CellSpec, options: RunOptions, cache_dir: Path) -> Request
     )
 
 
+class Executor(Protocol):
+    """Where cells run: runner/executors.py's local executor (one worker at a time, here) or
+    runner/ray_executor.py's (Ray tasks, each starting the same worker on a cluster node)."""
+
+    def cells(
+        self, planned: Sequence[PlannedCell], options: RunOptions, reporter: Reporter
+    ) -> Generator[Cell, None, None]:
+        """Each planned cell's result as it ends, in any order; closing the generator stops
+        what still runs (Ctrl-C)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the executor holds (a Ray connection)."""
+        ...
+
+
 def execute(
     planned: Sequence[PlannedCell],
     options: RunOptions,
     run: Run,
     sinks: Sequence[Sink],
     reporter: Reporter,
+    *,
+    executor: Executor,
 ) -> Run:
-    """Run every planned cell in order, feeding each result to every sink as it ends."""
-    caches = CacheFolders(options.cache, options.cache_root)
+    """Run every planned cell on ``executor``, feeding each result to every sink as it ends.
+    This loop alone crosschecks, stores and reports; once the run ends its cells are put in
+    plan order, whatever order an executor finished them in."""
+    results = executor.cells(planned, options, reporter)
     try:
-        for index, item in enumerate(planned):
-            reporter.start_cell(item.spec.label())
-            cell = _run_one(item, options, caches, index, reporter)
+        for cell in results:
             crosscheck(cell, run.cells)
             run.cells.append(cell)
             for sink in sinks:
@@ -105,53 +123,15 @@ def execute(
         run.status = "interrupted"
         raise
     finally:
+        results.close()  # an interrupted executor kills its workers or cancels its tasks
         run.finished = now()
-        caches.close()
+        _in_plan_order(run)
     return run
 
 
-def _run_one(
-    item: PlannedCell, options: RunOptions, caches: CacheFolders, index: int, reporter: Reporter
-) -> Cell:
-    if item.skip_reason:
-        request = request_for(item.spec, options, Path())
-        cell = failed_cell(request, item.skip_status, item.skip_reason)
-    else:
-        folder = caches.for_cell(index)
-        try:
-            request = request_for(item.spec, options, folder)
-            cell = run_in_worker(
-                request, options.timeout_s, options.memory_budget, on_progress=reporter.phase
-            )
-            if options.cache == "cold-then-warm" and cell.status == "ok":
-                reporter.phase("first run again, with the compile cache it filled")
-                _measure_warm_start(cell, request, options)
-        finally:
-            caches.release(folder)
-    cell.memory.predicted_bytes = item.predicted_bytes
-    return cell
-
-
-# The warm worker only needs its first run: a few blocks of steady state keep parity and the
-# protocol intact at a small fraction of a cell's cost.
-WARM_START_TIMING = {
-    "steady_budget_s": 0.05,
-    "min_steady_s": 0.01,
-    "min_blocks": 3,
-    "warmup_budget_s": 0.05,
-    "latency_budget_s": 0.0,
-}
-
-
-def _measure_warm_start(cell: Cell, request: Request, options: RunOptions) -> None:
-    """The first run again in a fresh worker that finds the cache ``request``'s worker filled."""
-    warm_request = dataclasses.replace(
-        request, timing=dataclasses.replace(request.timing, **WARM_START_TIMING)
-    )
-    warm = run_in_worker(warm_request, options.timeout_s, options.memory_budget)
-    start = cell.warm_start
-    start.status, start.reason, start.wall_s = warm.status, warm.reason, warm.wall_s
-    if warm.status == "ok":
-        start.first_run_s = warm.times.first_run_s
-        start.first_run_breakdown = warm.first_run_breakdown
-        start.compiles_first_run = warm.compiles.first_run
+def _in_plan_order(run: Run) -> None:
+    position = {
+        (CellSpec(**spec).key(), spec.get("repeat", 0)): index
+        for index, spec in enumerate(run.planned)
+    }
+    run.cells.sort(key=lambda cell: position.get((cell.key(), cell.repeat), len(position)))

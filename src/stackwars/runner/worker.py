@@ -140,7 +140,7 @@ class CellRun:
     def _run(self) -> None:
         spec = self.request.cell
         settings = cell_settings(self.request.settings, self.workload, self.params)
-        builder = self.workload.implementations.get(spec.framework)
+        builder = self.workload.builder(spec.framework)
         if builder is None:
             raise CellFailed(
                 "unsupported", f"workload {spec.workload!r} has no {spec.framework} implementation"

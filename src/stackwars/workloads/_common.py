@@ -113,14 +113,24 @@ def tensorflow_with_grads(forward: Callable[..., Any]) -> Callable[..., Any]:
     return with_grads
 
 
+WITH_GRADS = {
+    "jax": jax_with_grads,
+    "torch": torch_with_grads,
+    "tensorflow": tensorflow_with_grads,
+}
+
+
+def keras_with_grads(forward: Callable[..., Any]) -> Callable[..., Any]:
+    """Keras has no autodiff of its own: a Keras program is differentiated by its backend's
+    (as Keras's own trainers do), here around a forward written with ``keras.ops``."""
+    import keras
+
+    return WITH_GRADS[keras.backend.backend()](forward)
+
+
 def for_task(framework: str, params: Mapping[str, Any], forward: Callable[..., Any]) -> Any:
     """``forward`` itself for task=forward, else ``forward`` wrapped by ``framework``'s
-    autodiff (see the module docstring)."""
+    autodiff (see the module docstring); ``framework`` "keras": its backend's."""
     if params["task"] == "forward":
         return forward
-    wrappers = {
-        "jax": jax_with_grads,
-        "torch": torch_with_grads,
-        "tensorflow": tensorflow_with_grads,
-    }
-    return wrappers[framework](forward)
+    return {**WITH_GRADS, "keras": keras_with_grads}[framework](forward)

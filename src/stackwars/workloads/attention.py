@@ -190,6 +190,21 @@ def _tensorflow(params: Mapping[str, Any]) -> Callable[..., Any]:
     return for_task("tensorflow", params, mha)
 
 
+def _keras(params: Mapping[str, Any]) -> Callable[..., Any]:
+    from keras import ops
+
+    b, s, h, d, dh = dims(params)
+
+    def mha(x: Any, w_qkv: Any, b_qkv: Any, w_out: Any, b_out: Any) -> Any:
+        # dot_product_attention takes [batch, seq, heads, d_head], as jax.nn's does.
+        qkv: Any = ops.reshape(ops.matmul(x, w_qkv) + b_qkv, (b, s, 3, h, dh))
+        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        out = ops.dot_product_attention(q, k, v, is_causal=params["causal"])
+        return ops.matmul(ops.reshape(out, (b, s, d)), w_out) + b_out
+
+    return for_task("keras", params, mha)
+
+
 def _sizes(params: Mapping[str, Any]) -> tuple[int, int, int]:
     """Elements of x (and of y and ct), of all weights and biases, and of one score tensor."""
     b, s, h, d, _ = dims(params)
@@ -263,6 +278,7 @@ mha = register(
             "jax": _jax,
             "torch": _torch,
             "tensorflow": _tensorflow,
+            "keras": _keras,
         },
         tiny={
             "batch": 2,

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from stackwars.errors import ParameterError
+from stackwars.frameworks import implementation_for
 
 ParamValue = int | float | str | bool
 Params = dict[str, ParamValue]
@@ -173,6 +174,11 @@ class Workload:
     host_devices: Callable[[Mapping[str, Any]], int] = lambda params: 1
     # Set for a result made of random draws: parity compares statistics, not elements.
     sampled: Sampled | None = None
+
+    def builder(self, framework: str) -> Builder | None:
+        """The implementation for ``framework``: its own, else its family's (the Keras stacks
+        share one written with ``keras.ops``); None when there is neither."""
+        return implementation_for(self.implementations, framework)
 
     def param(self, name: str) -> Param:
         for param in self.params:

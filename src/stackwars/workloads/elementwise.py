@@ -86,6 +86,17 @@ def _selu_tensorflow(params: Mapping[str, Any]) -> Callable[..., Any]:
     return selu
 
 
+def _selu_keras(params: Mapping[str, Any]) -> Callable[..., Any]:
+    from keras import ops
+
+    def selu(x: Any) -> Any:
+        exp: Any = ops.exp(x)
+        chosen: Any = ops.where(x > 0, x, SELU_ALPHA * exp - SELU_ALPHA)
+        return SELU_LAMBDA * chosen
+
+    return selu
+
+
 def _poly(x: Any) -> Any:
     # Written as seed 002 writes it; every framework overloads these operators, and x*x*x
     # (not x**3, which NumPy evaluates with scalar pow about 20x slower) is the seed's spelling.
@@ -119,6 +130,7 @@ selu = register(
             "jax": _selu_jax,
             "torch": _selu_torch,
             "tensorflow": _selu_tensorflow,
+            "keras": _selu_keras,
         },
         tiny={"n": 16, "dtype": "float32"},
         # exp is computed by each library's own approximation.
@@ -135,7 +147,10 @@ poly = register(
         reference=_poly_reference,
         work=_elementwise_work(POLY_FLOPS_PER_ELEMENT),
         memory_bytes=_elementwise_memory,
-        implementations=dict.fromkeys(("numpy", "jax", "torch", "tensorflow"), _poly_builder),
+        # Keras tensors are the backend's, whose operators compute the polynomial.
+        implementations=dict.fromkeys(
+            ("numpy", "jax", "torch", "tensorflow", "keras"), _poly_builder
+        ),
         tiny={"n": 16, "dtype": "float32"},
         error_growth=lambda params: 4.0,
     )

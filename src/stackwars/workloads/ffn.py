@@ -131,6 +131,16 @@ def _tensorflow(params: Mapping[str, Any]) -> Callable[..., Any]:
     return for_task("tensorflow", params, ffn)
 
 
+def _keras(params: Mapping[str, Any]) -> Callable[..., Any]:
+    from keras import ops
+
+    def ffn(x: Any, w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
+        hidden = ops.gelu(ops.matmul(x, w1) + b1, approximate=True)
+        return ops.matmul(hidden, w2) + b2
+
+    return for_task("keras", params, ffn)
+
+
 def _sizes(params: Mapping[str, Any]) -> tuple[int, int, int]:
     """Elements of x (and of y and ct), of all weights and biases, and of one hidden layer."""
     b, s, d, f = (params[k] for k in ("batch", "seq", "d_model", "d_ff"))
@@ -198,6 +208,7 @@ ffn = register(
             "jax": _jax,
             "torch": _torch,
             "tensorflow": _tensorflow,
+            "keras": _keras,
         },
         tiny={
             "batch": 2,

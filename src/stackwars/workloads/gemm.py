@@ -64,6 +64,15 @@ def _tensorflow(params: Mapping[str, Any]) -> Callable[..., Any]:
     return gemm
 
 
+def _keras(params: Mapping[str, Any]) -> Callable[..., Any]:
+    from keras import ops
+
+    def gemm(a: Any, b: Any) -> Any:
+        return ops.matmul(a, b)
+
+    return gemm
+
+
 def _work(params: Mapping[str, Any]) -> Work:
     n, itemsize = params["n"], DTYPE_BYTES[params["dtype"]]
     return Work(flops=2.0 * n**3, bytes=3.0 * n * n * itemsize)
@@ -92,6 +101,7 @@ gemm = register(
             "jax": _jax,
             "torch": _torch,
             "tensorflow": _tensorflow,
+            "keras": _keras,
         },
         tiny={"n": 32, "dtype": "float32"},
         # A length-n dot product accumulates rounding error like sqrt(n).

@@ -89,6 +89,15 @@ def _layernorm_tensorflow(params: Mapping[str, Any]) -> Callable[..., Any]:
     return layernorm
 
 
+def _layernorm_keras(params: Mapping[str, Any]) -> Callable[..., Any]:
+    from keras import ops
+
+    def layernorm(x: Any, gamma: Any, beta: Any) -> Any:
+        return ops.layer_normalization(x, gamma, beta, axis=-1, epsilon=EPS)
+
+    return layernorm
+
+
 def _layernorm_work(params: Mapping[str, Any]) -> Work:
     x, d = params["batch"] * params["seq"] * params["d_model"], params["d_model"]
     return Work(
@@ -145,6 +154,15 @@ def _softmax_tensorflow(params: Mapping[str, Any]) -> Callable[..., Any]:
     return softmax
 
 
+def _softmax_keras(params: Mapping[str, Any]) -> Callable[..., Any]:
+    from keras import ops
+
+    def softmax(x: Any) -> Any:
+        return ops.softmax(x, axis=-1)
+
+    return softmax
+
+
 def _softmax_work(params: Mapping[str, Any]) -> Work:
     n = params["rows"] * params["cols"]
     return Work(
@@ -178,6 +196,7 @@ layernorm = register(
             "jax": _layernorm_jax,
             "torch": _layernorm_torch,
             "tensorflow": _layernorm_tensorflow,
+            "keras": _layernorm_keras,
         },
         tiny={"batch": 2, "seq": 4, "d_model": 8, "dtype": "float32"},
         # Measured at the default size in float32, max |error| / RMS(reference): 5.5e-7 to
@@ -205,6 +224,7 @@ softmax_workload = register(
             "jax": _softmax_jax,
             "torch": _softmax_torch,
             "tensorflow": _softmax_tensorflow,
+            "keras": _softmax_keras,
         },
         tiny={"rows": 4, "cols": 16, "dtype": "float32"},
         # Measured at the default size in float32, max |error| / RMS(reference): numpy 2.0e-5,

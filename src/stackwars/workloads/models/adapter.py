@@ -104,12 +104,14 @@ class ModelCell:
     def bind(self, inputs: tuple[Any, ...], to_device: ToDevice, mode: str) -> Bound:
         """Load the host ``inputs`` into the framework (``to_device`` places arrays on the
         cell's device) and say what to time; see ``Bound``."""
-        runner = importlib.import_module(f"{__package__}.run_{self.framework}")
+        runner = importlib.import_module(f"{__package__}.{runner_module(self.framework)}")
         return runner.bind(self, inputs, to_device, mode)
 
-    def family_module(self) -> Any:
-        """The family's implementation for this cell's framework (imports the framework)."""
-        return importlib.import_module(f"{__package__}.{self.spec.family}_{self.framework}")
+    def family_module(self, code: str | None = None) -> Any:
+        """The family's implementation written in ``code`` (default: this cell's framework's;
+        "keras": the Keras models), importing what it is written with."""
+        suffix = code or frameworks.FRAMEWORKS[self.framework].code_key
+        return importlib.import_module(f"{__package__}.{self.spec.family}_{suffix}")
 
 
 def _params(spec: ModelSpec) -> tuple[Param, ...]:
@@ -224,13 +226,19 @@ def unsupported_reason(params: Mapping[str, Any], framework: str, mode: str) -> 
     return ""
 
 
+def runner_module(framework: str) -> str:
+    """The module that runs models on ``framework``: ``run_<its code key>`` (run_keras for
+    every Keras stack)."""
+    return f"run_{frameworks.FRAMEWORKS[framework].code_key}"
+
+
 def model_frameworks() -> tuple[str, ...]:
-    """The registered frameworks that run models: those with a ``run_<framework>.py`` here
-    (found without importing it, nor its framework)."""
+    """The registered frameworks that run models: those with a runner module here (found
+    without importing it, nor its framework)."""
     return tuple(
         name
         for name in frameworks.FRAMEWORKS
-        if importlib.util.find_spec(f"{__package__}.run_{name}") is not None
+        if importlib.util.find_spec(f"{__package__}.{runner_module(name)}") is not None
     )
 
 

@@ -1,35 +1,26 @@
-"""The tensorflow stacks for models: the family's Keras 3 model on the TensorFlow backend.
+"""The tensorflow stacks for models: the family's Keras 3 model (``<family>_keras.py``, the one
+Keras definition every Keras stack runs too) on the TensorFlow backend.
 
 Inference times ``model(x, training=False)``; training times one step as a custom Keras training
 loop writes it: loss under ``tf.GradientTape``, ``tape.gradient``, then
 ``keras.optimizers.AdamW.apply_gradients``. tf.function (and XLA) wrap the step, per the mode.
+The optimizer, the parameter-count check and the reset are ``run_keras``'s.
 
-Two details make the update AdamW as torch and optax define it. Gradients are made dense (see
-``train_step``). And Keras adds epsilon to the square root of the *uncorrected* second moment,
-torch and optax to the bias-corrected one; at step t they agree when Keras's epsilon is
-EPS·sqrt(1 - BETA_2**t). Parity compares the first step (t = 1), so that is the value given:
-without it, weights whose gradients are near 1e-7 (embedding rows of tokens absent from the
-batch) would move differently on this stack. Later, timed steps differ from torch's only in
-that constant, which changes no work.
+Gradients are made dense (see ``train_step``), so that the update is AdamW as torch and optax
+define it.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from stackwars.frameworks.base import flatten
 from stackwars.workloads.base import Bound
-from stackwars.workloads.models import optim
 from stackwars.workloads.models.adapter import ModelCell, ToDevice
-
-
-def _host(tensor: Any) -> np.ndarray:
-    return np.asarray(tf.cast(tensor, tf.float32))
+from stackwars.workloads.models.run_keras import adamw, built_model, reset_optimizer, to_host
 
 
 def bind(cell: ModelCell, inputs: tuple[Any, ...], to_device: ToDevice, mode: str) -> Bound:
@@ -39,12 +30,10 @@ def bind(cell: ModelCell, inputs: tuple[Any, ...], to_device: ToDevice, mode: st
             f"Keras runs on {keras.backend.backend()!r}, not tensorflow: KERAS_BACKEND must be "
             "set to 'tensorflow' before keras is imported (the tensorflow framework sets it)"
         )
-    family = cell.family_module()
     weights, buffers, rest = cell.split(inputs)
     # Keras assigns its variables from the host arrays: no third copy of the weights.
     state = {**weights, **buffers}
-    model = family.build(cell.spec.name, cell.config, cell.dtype)
-    family.load_canonical(model, state)
+    model = built_model(cell, state)
     rest = to_device(rest)
     x = tf.cast(rest[0], cell.dtype) if cell.spec.inputs == "images" else rest[0]
     if not cell.train:
@@ -52,20 +41,14 @@ def bind(cell: ModelCell, inputs: tuple[Any, ...], to_device: ToDevice, mode: st
         def infer(x: Any) -> Any:
             return model(x, training=False)
 
-        host = lambda out: [_host(t) for t in flatten(out)]  # noqa: E731
+        host = lambda out: [to_host(t) for t in flatten(out)]  # noqa: E731
         return Bound(fn=infer, args=(x,), host_outputs=host, computed_dtype=cell.dtype)
     return _bind_train(cell, model, state, x, rest[1])
 
 
 def _bind_train(cell: ModelCell, model: Any, state: dict[str, Any], x: Any, labels: Any) -> Bound:
-    family = cell.family_module()
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=optim.LR,
-        weight_decay=optim.WEIGHT_DECAY,
-        beta_1=optim.BETA_1,
-        beta_2=optim.BETA_2,
-        epsilon=optim.EPS * math.sqrt(1 - optim.BETA_2),
-    )
+    family = cell.family_module("keras")
+    optimizer = adamw()
     variables = model.trainable_variables
     optimizer.build(variables)
 
@@ -81,14 +64,11 @@ def _bind_train(cell: ModelCell, model: Any, state: dict[str, Any], x: Any, labe
 
     def reset() -> None:
         family.load_canonical(model, state)
-        # The step count and both moments start again; the learning rate is a variable too.
-        for variable in optimizer.variables:
-            if variable.name != "learning_rate":
-                variable.assign(tf.zeros(variable.shape, variable.dtype))
+        reset_optimizer(optimizer)
 
-    def host(loss: Any) -> list[np.ndarray]:
+    def host(loss: Any) -> list[Any]:
         weights = family.canonical_params(model).values()
-        return [_host(loss), *(_host(w) for w in weights)]
+        return [to_host(loss), *(to_host(w) for w in weights)]
 
     return Bound(
         fn=train_step, args=(x, labels), host_outputs=host, computed_dtype=cell.dtype, reset=reset

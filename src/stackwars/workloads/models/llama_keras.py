@@ -1,4 +1,4 @@
-"""LLaMA on TensorFlow: Keras 3 layers over the canonical layout (see llama.py)."""
+"""LLaMA as backend-agnostic Keras 3 layers over the canonical layout (see llama.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ResNet-50 in Keras 3 layers on the TensorFlow backend (see resnet.py for the function)."""
+"""ResNet-50 in backend-agnostic Keras 3 layers (see resnet.py for the function)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GPT-2 small and GPT-Neo 1.3B as Keras 3 layers on TensorFlow (see gpt.py for the function).
+"""GPT-2 small and GPT-Neo 1.3B as backend-agnostic Keras 3 layers (see gpt.py).
 
 Layers are reachable by the canonical path (``model.h[0].attn.qkv`` is a Dense), so a
 canonical name maps to its variable by walking the path: Dense ``kernel``/``bias`` are already
@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import keras
-import tensorflow as tf
 from keras import layers, ops
 
 from stackwars.workloads.models.gpt import (
@@ -62,8 +61,7 @@ class Attention(layers.Layer):
         scores = ops.multiply(scores, ops.cast(self.scale, scores.dtype))
         blocked = ops.cast(-float("inf"), scores.dtype)
         masked: Any = ops.where(_mask(s, self.window), scores, blocked)
-        # tf.nn.softmax: keras.ops.softmax warns when seq is 1, as in build()'s call.
-        out = ops.matmul(tf.nn.softmax(masked, axis=-1), self._heads(v))
+        out = ops.matmul(ops.softmax(masked, axis=-1), self._heads(v))
         return self.out(ops.reshape(ops.transpose(out, (0, 2, 1, 3)), (-1, s, d)))
 
 
@@ -111,10 +109,11 @@ class GPT(keras.Model):
 
 
 def build(name: str, config: Config, dtype: str) -> GPT:
-    """The decoder for ``config`` with ``dtype`` variables, built by one call on a token;
-    ``name`` does not matter, one class serves the family."""
+    """The decoder for ``config`` with ``dtype`` variables, built by one call on two tokens
+    (keras.ops.softmax warns on an axis of size 1); ``name`` does not matter, one class serves
+    the family."""
     model = GPT(config, dtype)
-    model(ops.zeros((1, 1), dtype="int32"))
+    model(ops.zeros((1, 2), dtype="int32"))
     return model
 
 

@@ -1,4 +1,4 @@
-"""Keras 3 models (TensorFlow backend) for the encoder family (BERT-base, ViT-B/16); see
+"""Backend-agnostic Keras 3 models for the encoder family (BERT-base, ViT-B/16); see
 encoder.py for the function.
 
 Every layer takes the model's dtype, so variables and computation are in it. Keras keeps
@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-import tensorflow as tf
 from keras import layers, ops
 
 from stackwars.workloads.models.encoder import BERT_BASE, VIT_B16, check_seq, patch_count
@@ -196,7 +195,8 @@ class ViT(Encoder):
     def call(self, images: Any) -> Any:
         d = self.config["d_model"]
         x = ops.reshape(self.patch(images), (-1, patch_count(self.config), d))
-        cls = ops.broadcast_to(self.cls, (tf.shape(images)[0], 1, d))
+        shape: Any = ops.shape(images)
+        cls = ops.broadcast_to(self.cls, (shape[0], 1, d))
         x = self.run_blocks(ops.concatenate([cls, x], axis=1) + self.position)
         # Normalising only the class token: the norm acts per token.
         return self.head(self.ln(x[:, 0]))
@@ -241,11 +241,9 @@ def load_canonical(model: Encoder, weights: dict[str, Any]) -> None:
 
 def cross_entropy(logits: Any, labels: Any) -> Any:
     """Mean cross-entropy over every label, in float32 or wider."""
-    wide = tf.cast(logits, keras.backend.result_type(logits.dtype, "float32"))
-    per_label = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=tf.cast(labels, tf.int32), logits=wide
-    )
-    return tf.reduce_mean(per_label)
+    wide = ops.cast(logits, keras.backend.result_type(logits.dtype, "float32"))
+    per_label = keras.losses.sparse_categorical_crossentropy(labels, wide, from_logits=True)
+    return ops.mean(per_label)
 
 
 def loss(model: Encoder, inputs: Any, labels: Any) -> Any:

@@ -1,0 +1,194 @@
+"""Judging a claim from measured samples: the value, its 95 % interval and the verdict.
+
+Pure logic on numbers (no cells, no workers): the service layer (``claimcheck.py``) hands in
+per-worker samples. A factor is the ratio of medians baseline / subject, with the interval of
+``timing/compare.py`` (Student's t over per-worker medians, the worker as the unit; with fewer
+than ``MIN_WORKERS`` workers a side, its within-process bootstrap, and no verdict). The verdict
+compares the whole interval with the range the relation claims:
+
+* ``holds``: the interval lies inside the claimed range;
+* ``fails``: the interval lies wholly outside it;
+* ``inconclusive``: the interval straddles a bound of the range (or too few workers);
+* ``not checkable here``: decided before measuring, by the service layer (hardware, stack or
+  memory this machine lacks), with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stackwars.claims.spec import Relation
+from stackwars.timing.compare import MIN_WORKERS, Samples, compare
+
+HOLDS, FAILS, INCONCLUSIVE, NOT_CHECKABLE = "holds", "fails", "inconclusive", "not checkable here"
+VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_CHECKABLE)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    reason: str = ""
+    workers: tuple[int, int] = (0, 0)  # subject, baseline
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """A checked claim as stored with its run (``to_dict``) and shown by ``show``/``report``."""
+
+    id: str
+    statement: str  # the one-line form, with the sizes it ran at
+    statistic: str
+    relation: str
+    verdict: str
+    value: float | None
+    low: float | None
+    high: float | None
+    unit: str  # "x" (a factor), "runs", "lines", or the swept parameter's name
+    reason: str
+    source: str
+    quote: str
+    note: str
+    cells: tuple[str, ...] = ()  # the cells it was judged from
+    workers: tuple[int, int] = (0, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON holds it (lists, not tuples), so that a run in memory equals it stored."""
+        return {
+            **dataclasses.asdict(self),
+            "cells": list(self.cells),
+            "workers": list(self.workers),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClaimResult:
+        values: dict[str, Any] = {name: data.get(name) for name in cls.__dataclass_fields__}
+        values["cells"] = tuple(values["cells"] or ())
+        values["workers"] = tuple(values["workers"] or (0, 0))
+        return cls(**values)
+
+
+def against(relation: Relation, low: float, high: float) -> tuple[str, str]:
+    """The verdict of an interval [low, high] on the claimed range, and why."""
+    inside_low = relation.low is None or low >= relation.low
+    inside_high = relation.high is None or high <= relation.high
+    claimed = describe_range(relation)
+    if inside_low and inside_high:
+        return HOLDS, f"the whole interval lies in the claimed range ({claimed})"
+    below = relation.low is not None and high < relation.low
+    above = relation.high is not None and low > relation.high
+    if below or above:
+        return FAILS, f"the whole interval lies outside the claimed range ({claimed})"
+    bound = relation.low if not inside_low else relation.high
+    return INCONCLUSIVE, f"the interval straddles the claimed bound {bound:g}{relation.unit}"
+
+
+def describe_range(relation: Relation) -> str:
+    unit = relation.unit
+    if relation.low is not None and relation.high is not None:
+        return f"{relation.low:.4g}{unit} to {relation.high:.4g}{unit}"
+    if relation.low is not None:
+        return f"at least {relation.low:.4g}{unit}"
+    return f"at most {relation.high:.4g}{unit}"
+
+
+def _too_few(workers: tuple[int, ...]) -> str:
+    counts = " and ".join(str(n) for n in workers)
+    return (
+        f"{counts} worker(s); a verdict needs at least {MIN_WORKERS} fresh workers per side "
+        f"(--repeat {MIN_WORKERS}): the interval shown is within one process"
+    )
+
+
+def judge_factor(subject: Samples, baseline: Samples, relation: Relation) -> Judgement:
+    """baseline / subject (above 1 the subject is faster or smaller) against the relation."""
+    result = compare(baseline, subject)  # its ratio is subject / baseline
+    value, low, high = 1 / result.ratio, 1 / result.ci_high, 1 / result.ci_low
+    workers = (result.workers[1], result.workers[0])
+    if min(workers) < MIN_WORKERS:
+        return Judgement(INCONCLUSIVE, value, low, high, _too_few(workers), workers)
+    verdict, why = against(relation, low, high)
+    return Judgement(verdict, value, low, high, why, workers)
+
+
+def judge_count(values: Sequence[float], relation: Relation) -> Judgement:
+    """A count per worker (runs to steady): the median, and the range over workers as its
+    interval (every worker must agree for a verdict)."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values to judge")
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    low, high = ordered[0], ordered[-1]
+    workers = (len(ordered), 0)
+    if len(ordered) < MIN_WORKERS:
+        return Judgement(INCONCLUSIVE, median, low, high, _too_few((len(ordered),)), workers)
+    verdict, why = against(relation, low, high)
+    return Judgement(verdict, median, low, high, f"range over workers: {why}", workers)
+
+
+def judge_exact(value: float, relation: Relation) -> Judgement:
+    """A value that does not vary between processes (lines of a compiler's IR)."""
+    verdict, why = against(relation, value, value)
+    return Judgement(verdict, value, value, value, why.replace("whole interval", "value"))
+
+
+def judge_crossover(
+    points: Sequence[tuple[float, Samples, Samples]], relation: Relation
+) -> Judgement:
+    """``points``: (swept value, subject samples, baseline samples), in increasing value. The
+    value judged is where the subject overtakes the baseline for good (interpolated in log-log
+    between the two values around it, as ``report/crossover.py`` does), its interval those two
+    values; the stacks must be told apart at both."""
+    if len(points) < 2:
+        return Judgement(INCONCLUSIVE, reason="a crossover needs two or more swept values")
+    results = [compare(baseline, subject) for _, subject, baseline in points]
+    workers = (min(r.workers[1] for r in results), min(r.workers[0] for r in results))
+    if min(workers) < MIN_WORKERS:
+        return Judgement(INCONCLUSIVE, reason=_too_few(workers), workers=workers)
+    values = [value for value, _, _ in points]
+    factors = [1 / r.ratio for r in results]
+    # +1: the subject is faster (whole interval above 1×), -1: the baseline is, 0: unclear
+    clear = [1 if 1 / r.ci_high > 1 else -1 if 1 / r.ci_low < 1 else 0 for r in results]
+    start = len(points)
+    while start > 0 and factors[start - 1] > 1:
+        start -= 1
+    if start == len(points):
+        verdict = FAILS if clear[-1] == -1 else INCONCLUSIVE
+        why = f"the subject is not faster at the largest value ({values[-1]:g})"
+        return Judgement(verdict, reason=why, workers=workers)
+    if start == 0:
+        verdict = FAILS if clear[0] == 1 else INCONCLUSIVE
+        why = f"the subject is faster already at the smallest value ({values[0]:g})"
+        return Judgement(verdict, reason=why, workers=workers)
+    low, high = values[start - 1], values[start]
+    at = _crossing(low, high, factors[start - 1], factors[start])
+    if clear[start - 1] != -1 or clear[start] != 1:
+        why = f"the two stacks cannot be told apart at {low:g} or {high:g} (intervals reach 1×)"
+        return Judgement(INCONCLUSIVE, at, low, high, why, workers)
+    # The crossing lies strictly between the two values: one that is a bound is outside it.
+    beyond = (relation.high is not None and low >= relation.high) or (
+        relation.low is not None and high <= relation.low
+    )
+    if beyond:
+        why = f"the crossing lies between {low:g} and {high:g}, outside {describe_range(relation)}"
+        return Judgement(FAILS, at, low, high, why, workers)
+    verdict, why = against(relation, low, high)
+    return Judgement(verdict, at, low, high, why, workers)
+
+
+def _crossing(low: float, high: float, factor_low: float, factor_high: float) -> float:
+    """Where log(factor) passes 0, linear in log(value) between the two values."""
+    below, above = math.log(factor_low), math.log(factor_high)
+    fraction = below / (below - above)
+    return math.exp(math.log(low) + fraction * (math.log(high) - math.log(low)))
+
+
+def not_checkable(reason: str) -> Judgement:
+    return Judgement(NOT_CHECKABLE, reason=reason)

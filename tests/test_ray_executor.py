@@ -1,0 +1,318 @@
+"""--executor ray on a Ray instance of this machine (loopback, 2 CPUs, started once for the
+module): a tiny suite stores what the local executor stores, with the node each cell ran on;
+killed workers and killed Ray worker processes become cells; Ctrl-C cancels what is left and
+--resume finishes it; a cluster that does not answer is one line. What needs several machines
+(a node leaving the cluster, heterogeneous nodes) is checked on the functions that decide it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from stackwars.cli import main  # noqa: E402 (after the skip: these import nothing of Ray)
+from stackwars.results import metadata, store  # noqa: E402
+from stackwars.results.schema import Cell  # noqa: E402
+from stackwars.runner import ray_executor  # noqa: E402
+from stackwars.runner.plan import PlannedCell  # noqa: E402
+from stackwars.runner.protocol import CellSpec  # noqa: E402
+
+FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
+FAST = ["--budget", "0.05", "--quiet"]
+GIB = 2**30
+
+
+RAY = str(Path(sys.executable).with_name("ray"))
+RAY_FOLDER = [""]  # the module's Ray head's temporary folder, set by the cluster fixture
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A Ray head started by Ray's own command (Ray's temporary files in a folder of its own,
+    removed afterwards), this process joined to it as a driver; its address for drivers in
+    other processes. Starting it in this process would fork it, which JAX (imported by earlier
+    tests) warns deadlocks its threads."""
+    folder = tempfile.mkdtemp(prefix="swray-")  # short: Ray's socket paths must stay < 108
+    RAY_FOLDER[:] = [folder]
+    port = free_port()
+    head = [RAY, "start", "--head", f"--port={port}", "--num-cpus=2", f"--temp-dir={folder}"]
+    subprocess.run([*head, "--include-dashboard=false"], check=True, capture_output=True)
+    address = f"127.0.0.1:{port}"
+    try:
+        ray.init(address=address, log_to_driver=False)
+        yield address
+    finally:
+        ray.shutdown()
+        subprocess.run([RAY, "stop", "--force"], check=False, capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def stackwars(*argv: str) -> subprocess.Popen[str]:
+    # A handler for SIGINT: a test suite started in the background ignores it, and an ignored
+    # signal stays ignored across exec (see test_interrupt.py).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "stackwars", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def suite_file(folder: Path, *cells: str) -> str:
+    path = folder / "suite.toml"
+    path.write_text("\n".join(cells), encoding="utf-8")
+    return str(path)
+
+
+def cell(workload: str, size: int = 1) -> str:
+    entry = f'workload = "{workload}"\nparams = {{ size = {size} }}\nstacks = ["numpy:eager"]'
+    return f"[[cells]]\n{entry}\n"
+
+
+def worker_of(
+    run: subprocess.Popen[str], sizes: set[int], since: float, timeout_s: float = 60
+) -> tuple[psutil.Process, int]:
+    """The timing worker of a ``hangs`` cell with one of ``sizes``, once ``run`` started it
+    (Ray need not start tasks in the plan's order), and its size."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if run.poll() is not None:
+            raise AssertionError(f"the run ended first: {run.communicate()[1][-3000:]}")
+        for process in timing_workers(since):
+            try:
+                request = json.loads((Path(process.cwd()) / "request.json").read_text())
+            except (OSError, ValueError, psutil.Error):
+                continue
+            asked = request["request"]["cell"]
+            if asked["workload"] == "hangs" and asked["params"]["size"] in sizes:
+                return process, asked["params"]["size"]
+        time.sleep(0.05)
+    raise AssertionError(f"no worker of hangs with a size in {sizes} within {timeout_s} s")
+
+
+def ray_processes() -> list[psutil.Process]:
+    """This module's Ray head: the processes started with its temporary folder."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if any(RAY_FOLDER[0] in part for part in process.info["cmdline"] or ()):
+            found.append(process)
+    return found
+
+
+def timing_workers(since: float) -> list[psutil.Process]:
+    """Timing workers started since ``since`` by this module's Ray instance: descendants of
+    its processes (its raylet runs every task), whatever else runs on the machine."""
+    found = []
+    descendants = {p.pid: p for root in ray_processes() for p in root.children(recursive=True)}
+    for process in descendants.values():
+        try:
+            if (
+                "stackwars.runner.worker" in process.cmdline()
+                and process.create_time() >= since - 0.5
+            ):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def no_timing_workers_left(since: float) -> bool:
+    deadline = time.time() + 30
+    while timing_workers(since) and time.time() < deadline:
+        time.sleep(0.1)
+    return not timing_workers(since)
+
+
+def stored(db: Path) -> tuple[str, list[Cell]]:
+    record = store.Store(db).load_run("latest")
+    return record.status, record.cells
+
+
+def by_size(cells: list[Cell]) -> dict[tuple[str, Any], Cell]:
+    return {(c.workload, c.params.get("size")): c for c in cells}
+
+
+@pytest.mark.slow
+def test_a_tiny_suite_on_ray_stores_what_the_local_executor_stores_and_each_node(
+    cluster: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["run", "--suite", "quick", "--param", "n=32", "--stacks", "numpy,jax:jit", *FAST]
+    assert main([*argv, "--db", str(tmp_path / "local.sqlite")]) == 0
+    assert main([*argv, "--db", str(tmp_path / "ray.sqlite"), "--executor", "ray"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    _, local = stored(tmp_path / "local.sqlite")
+    status, remote = stored(tmp_path / "ray.sqlite")
+    assert status == "complete" and len(remote) == len(local) >= 4
+    # Stored as each ended: on Ray that need not be the plan's order.
+    assert sorted((c.key(), c.status, c.parity.ok) for c in remote) == sorted(
+        (c.key(), c.status, c.parity.ok) for c in local
+    )
+    here = metadata.node_info()
+    for ran in remote:
+        assert ran.status == "ok", ran.reason
+        assert ran.node["executor"] == "ray" and ran.node["ray_node_id"]
+        assert ran.node["fingerprint"] == here["fingerprint"]
+        assert ran.node["hostname"] == here["hostname"]
+        assert ran.node["versions"]["numpy"] == here["versions"]["numpy"]
+        # Ray's OMP_NUM_THREADS for a task's CPUs does not reach the worker.
+        assert "OMP_NUM_THREADS" not in ran.settings.get("inherited_environment", {})
+    assert all(c.node["executor"] == "local" for c in local)
+
+
+@pytest.mark.slow
+def test_killed_workers_and_killed_ray_workers_become_cells_and_the_run_goes_on(
+    cluster: str, tmp_path: Path
+) -> None:
+    db, started = tmp_path / "db.sqlite", time.time()
+    suite = suite_file(tmp_path, cell("hangs", 1), cell("hangs", 2), cell("doubles"))
+    run = stackwars(
+        *("run", "--workload-file", FAULTY, "--suite-file", suite, "--timeout", "120", *FAST),
+        *("--executor", "ray", "--ray-address", cluster, "--db", str(db)),
+    )
+    worker, first = worker_of(run, {1, 2}, started)
+    worker.kill()  # the cell's own worker, killed from outside
+    worker, second = worker_of(run, {1, 2} - {first}, started)
+    ray_worker = worker.parent()  # the Ray worker process running the task
+    assert ray_worker is not None and "ray::" in " ".join(ray_worker.cmdline())
+    ray_worker.kill()
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err
+    status, cells = stored(db)
+    found = by_size(cells)
+    assert status == "complete" and len(cells) == 3
+    assert found["hangs", first].status == "oom" and "SIGKILL" in found["hangs", first].reason
+    assert found["hangs", second].status == "error"
+    assert "Ray worker process running the cell died" in found["hangs", second].reason
+    assert found["doubles", 1].status == "ok" and found["doubles", 1].node["executor"] == "ray"
+    assert no_timing_workers_left(started)
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_the_outstanding_tasks_and_resume_runs_only_what_is_missing(
+    cluster: str, tmp_path: Path
+) -> None:
+    db, started = tmp_path / "db.sqlite", time.time()
+    suite = suite_file(tmp_path, cell("doubles"), cell("hangs", 1), cell("hangs", 2))
+    ray_here = ("--executor", "ray", "--ray-address", cluster, "--db", str(db))
+    run = stackwars(
+        "run", "--workload-file", FAULTY, "--suite-file", suite, "--timeout", "3", *FAST, *ray_here
+    )
+    worker_of(run, {1, 2}, started)
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    status, before = stored(db)
+    assert status == "interrupted" and len(before) < 3
+    assert no_timing_workers_left(started)
+    resumed = stackwars("run", "--resume", "latest", "--quiet", *ray_here)
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    status, cells = stored(db)
+    assert status == "complete" and cells[: len(before)] == before
+    assert sorted((c.workload, c.params["size"], c.status) for c in cells) == [
+        ("doubles", 1, "ok"),
+        ("hangs", 1, "timeout"),
+        ("hangs", 2, "timeout"),
+    ]
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM runs").fetchone() == (1,)
+
+
+def test_a_cluster_that_does_not_answer_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket_bound() as port:  # a port nobody listens on: refused at once
+        argv = ["run", "--workload", "gemm", "--stacks", "numpy", "--executor", "ray"]
+        db = tmp_path / "db.sqlite"
+        code = main([*argv, "--ray-address", f"127.0.0.1:{port}", "--db", str(db)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in err and not db.exists()
+    assert main([*argv, "--ray-address", "head-node", "--db", str(db)]) == 2
+    assert "is not HOST:PORT" in capsys.readouterr().err
+
+
+@contextlib.contextmanager
+def socket_bound() -> Iterator[int]:
+    """A loopback port bound but not listening, for as long as the block runs."""
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        yield bound.getsockname()[1]
+
+
+def planned(device: str = "cpu", predicted: int | None = None) -> PlannedCell:
+    return PlannedCell(CellSpec("gemm", {"n": 8}, "jax:jit", device), predicted_bytes=predicted)
+
+
+def test_a_cpu_cell_asks_for_every_cpu_of_the_largest_node_and_its_predicted_memory() -> None:
+    nodes = [{"CPU": 8.0, "memory": 30 * GIB}, {"CPU": 16.0, "memory": 60 * GIB}]
+    request, status, _ = ray_executor.task_resources(planned(predicted=2 * GIB), nodes, False)
+    assert request == {"num_cpus": 16.0, "memory": 2 * GIB} and status == ""
+    assert ray_executor.fits(request, nodes[1]) and not ray_executor.fits(request, nodes[0])
+
+
+def test_a_device_cell_asks_for_one_device_and_ends_unsupported_where_none_is() -> None:
+    gpu_nodes = [{"CPU": 8.0, "GPU": 2.0, "memory": 30 * GIB}]
+    request, status, _ = ray_executor.task_resources(planned("gpu"), gpu_nodes, False)
+    assert request == {"num_cpus": 1, "num_gpus": 1} and status == ""
+    request, status, reason = ray_executor.task_resources(planned("tpu"), gpu_nodes, False)
+    assert request["resources"] == {"TPU": 1}
+    assert status == "unsupported" and reason == "no node of the Ray cluster has a TPU Ray knows of"
+
+
+def test_a_cell_no_node_has_memory_for_is_oom_unless_forced() -> None:
+    nodes = [{"CPU": 2.0, "memory": 4 * GIB}]
+    request, status, reason = ray_executor.task_resources(planned(predicted=8 * GIB), nodes, False)
+    assert status == "oom" and "predicted peak 8.00 GiB" in reason and "largest 4.00" in reason
+    request, status, _ = ray_executor.task_resources(planned(predicted=8 * GIB), nodes, True)
+    assert request == {"num_cpus": 2.0} and status == ""
+
+
+def test_ray_failures_become_statuses_with_the_reason() -> None:
+    exceptions = ray.exceptions
+    crashed = ray_executor.task_failure(exceptions.WorkerCrashedError())
+    assert crashed[0] == "error" and "Ray worker process running the cell died" in crashed[1]
+    left = ray_executor.task_failure(exceptions.NodeDiedError("node 3 is gone"))
+    assert left == ("error", "the node running the cell left the Ray cluster: node 3 is gone")
+    assert ray_executor.task_failure(exceptions.OutOfMemoryError("too big"))[0] == "oom"
+    other = ray_executor.task_failure(exceptions.ObjectLostError("abc", "owner", "lost"))
+    assert other[0] == "error" and other[1].startswith("the Ray task failed (ObjectLostError)")
+
+
+def test_waiting_cells_that_no_node_left_can_run_are_cancelled_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cancelled: list[str] = []
+    monkeypatch.setattr(ray_executor, "alive_nodes", lambda: [{"CPU": 2.0, "memory": 4.0 * GIB}])
+    monkeypatch.setattr(ray, "cancel", lambda ref, force: cancelled.append(ref))
+    small, big = planned(), planned("gpu")
+    waiting = {"small": (small, {"num_cpus": 2.0}), "big": (big, {"num_cpus": 1, "num_gpus": 1})}
+    gone = ray_executor.cancel_unplaceable(waiting, {})
+    assert cancelled == ["big"] and list(gone) == ["big"]
+    assert gone["big"].startswith("the nodes of the Ray cluster that could run gemm(n=8) on jax")
+    assert ray_executor.cancel_unplaceable(waiting, gone) == {}  # cancelled once
