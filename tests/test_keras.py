@@ -94,6 +94,10 @@ def test_a_missing_backend_names_the_extra_that_installs_it(monkeypatch: Any) ->
 
 def test_the_unified_suite_puts_each_keras_stack_beside_its_native_stack() -> None:
     suite = get_suite("unified")
+    planned = {cell.stack for cell in plan.suite_cells(suite, None, "cpu")}
+    assert planned == set(UNIFIED_STACKS), "a suite's own stacks run without --stacks"
+    narrowed = plan.suite_cells(suite, parse_stacks("keras-jax"), "cpu")
+    assert {cell.stack for cell in narrowed} == {"keras-jax:jit"}
     assert {entry.workload for entry in suite.entries} >= {*OPS, "resnet50", "vit-b16"}
     stacks = [s.partition(":") for s in UNIFIED_STACKS]
     for framework, _, mode in stacks:

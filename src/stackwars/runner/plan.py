@@ -13,7 +13,13 @@ from typing import Any
 
 from stackwars import workloads
 from stackwars.errors import ParameterError
-from stackwars.frameworks import FRAMEWORKS, Stack, default_stacks, stack_missing_reason
+from stackwars.frameworks import (
+    FRAMEWORKS,
+    Stack,
+    all_stacks,
+    default_stacks,
+    stack_missing_reason,
+)
 from stackwars.runner.protocol import CellSpec
 from stackwars.suites import Suite
 from stackwars.workloads.base import Workload
@@ -120,10 +126,15 @@ def suite_cells(
     device: str,
     overrides: Mapping[str, Sequence[Any]] | None = None,
 ) -> list[CellSpec]:
-    chosen = list(stacks) if stacks is not None else default_stacks()
+    # An entry that names its stacks runs them all unless --stacks narrows them (the unified
+    # suite names Keras stacks, which runs naming no stacks otherwise leave out).
+    chosen = list(stacks) if stacks is not None else all_stacks()
     cells: list[CellSpec] = []
     for entry in suite.entries:
-        allowed = chosen if entry.stacks is None else [s for s in chosen if str(s) in entry.stacks]
+        if entry.stacks is None:
+            allowed = chosen if stacks is not None else default_stacks()
+        else:
+            allowed = [s for s in chosen if str(s) in entry.stacks]
         workload = workloads.get(entry.workload)
         mine = {k: v for k, v in (overrides or {}).items() if k in workload.defaults()}
         cells.extend(cells_for(workload, {**entry.params, **mine}, allowed, device, entry.to_host))
