@@ -22,19 +22,7 @@ import time
 from pathlib import Path
 
 from stackwars import api
-from stackwars.results.schema import Cell
 from stackwars.runner.session import Executor
-
-
-class Silent:
-    def start_cell(self, label: str) -> None:
-        del label
-
-    def phase(self, text: str) -> None:
-        del text
-
-    def end_cell(self, cell: Cell) -> None:
-        del cell
 
 
 def plan(args: argparse.Namespace) -> api.PlannedRun:
@@ -46,7 +34,7 @@ def one_run(executor: Executor, args: argparse.Namespace, db: Path) -> tuple[flo
     """Seconds per cell: what the run waited, and the worker's own life."""
     planned = plan(args)
     started = time.perf_counter()
-    record = api.execute(planned, api.open_store(str(db)), Silent(), executor=executor)
+    record = api.execute(planned, api.open_store(str(db)), api.SilentReporter(), executor=executor)
     waited = time.perf_counter() - started
     assert all(cell.status == "ok" for cell in record.cells), [c.reason for c in record.cells]
     return waited / len(record.cells), statistics.mean(c.wall_s or 0.0 for c in record.cells)

@@ -361,7 +361,7 @@ def run(
         workload_files=tuple(workload_files),
     )
     planned = plan_run(selection, Measure(**measure), argv=["stackwars.run"])
-    return execute(planned, open_store(db), reporter or _Silent())
+    return execute(planned, open_store(db), reporter or SilentReporter())
 
 
 def _value_text(value: Any) -> str:
@@ -370,7 +370,9 @@ def _value_text(value: Any) -> str:
     return ",".join(map(str, value))
 
 
-class _Silent:
+class SilentReporter:
+    """A reporter that shows nothing (runs started from Python, benchmarks)."""
+
     def start_cell(self, label: str) -> None:
         del label
 
