@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from stackwars import api, workloads
+from stackwars import api, instruments, workloads
 from stackwars.cli import main
 from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, parse_stacks
 from stackwars.frameworks.base import Framework, RunSettings
@@ -206,7 +206,7 @@ def test_the_fake_framework_is_selftested(
         started.append(str(stack))
         return StackResult(str(stack), "ok")
 
-    monkeypatch.setattr(api, "run_selftest_worker", worker)
+    monkeypatch.setattr(instruments, "run_selftest_worker", worker)
     on_gpu = api.selftest_stack(Stack(fake.NAME, "eager"), "gpu", 10.0)
     assert (on_gpu.status, on_gpu.reason) == ("unsupported", "fakenp runs on cpu, not gpu")
     assert api.selftest_stack(Stack(fake.NAME, "traced"), "cpu", 10.0).status == "ok"

@@ -24,13 +24,15 @@ LAYERS = {
     "runner": 4,
     "report": 4,
     "stored": 5,
+    "instruments": 5,
     "api": 6,
     "inprocess": 6,
     "behave": 6,
     "claimcheck": 7,
     "commands": 8,
-    "cli": 9,
-    "__main__": 10,
+    "cli_parsers": 9,
+    "cli": 10,
+    "__main__": 11,
 }
 
 

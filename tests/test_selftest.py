@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from stackwars import api
+from stackwars import api, instruments
 from stackwars.commands import selftest as command
 from stackwars.errors import UsageError
 from stackwars.frameworks import Stack, all_stacks, missing_reason
@@ -205,11 +205,11 @@ def test_a_missing_framework_is_unsupported_without_a_worker(
     def no_worker(stack: Stack, device: str, timeout_s: float) -> StackResult:
         raise AssertionError(f"a worker was started for {stack}")
 
-    monkeypatch.setattr(api, "run_selftest_worker", no_worker)
+    monkeypatch.setattr(instruments, "run_selftest_worker", no_worker)
     on_gpu = api.selftest_stack(Stack("numpy", "eager"), "gpu", 10.0)
     assert (on_gpu.status, on_gpu.reason) == ("unsupported", "numpy runs on cpu, not gpu")
     monkeypatch.setattr(
-        api, "stack_missing_reason", lambda framework, mode: f"{framework} is missing"
+        instruments, "stack_missing_reason", lambda framework, mode: f"{framework} is missing"
     )
     result = api.selftest_stack(Stack("torch", "eager"), "cpu", 10.0)
     assert (result.status, result.reason, result.failures()) == (

@@ -10,7 +10,6 @@ how to fix it.
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,27 +26,31 @@ from stackwars.config import (
 )
 from stackwars.errors import UsageError
 from stackwars.frameworks import (
-    FRAMEWORKS,
-    Stack,
     default_stacks,
     influential_environment,
-    missing_reason,
     parse_stack,
     parse_stacks,
-    stack_missing_reason,
 )
-from stackwars.frameworks.base import split_device
-from stackwars.ir.capture import stages
+
+# Re-exported: the instruments besides runs (machine warnings, peak, IR, selftest, BLAS).
+from stackwars.instruments import (  # noqa: F401
+    IR_TIMEOUT_S,
+    SELFTEST_TIMEOUT_S,
+    blas_libraries,
+    capture_run_ir,
+    capture_stack,
+    machine_warnings,
+    measure_and_store_peak,
+    run_selftest_worker,
+    selftest_stack,
+    usable_peak,
+)
 from stackwars.results import metadata, store
 from stackwars.results.maxbatch import MaxBatch
-from stackwars.results.peak import Peak, load_peak, save_peak, stale_reason
 from stackwars.results.run import Run, new_run_id, now, owner_alive, this_process
 from stackwars.results.schema import Cell
-from stackwars.results.selftest import StackResult
 from stackwars.runner import executors, maxbatch, plan, session
-from stackwars.runner.child import Limits, run_child
 from stackwars.runner.executors import open_executor  # noqa: F401 (re-exported)
-from stackwars.runner.peak import measure_peak
 from stackwars.runner.protocol import CellSpec
 
 # Re-exported: the service layer's reading side lives in stored.py.
@@ -65,11 +68,6 @@ from stackwars.stored import (  # noqa: F401
 from stackwars.suite_files import load_suite_file
 from stackwars.suites import Suite, get_suite
 from stackwars.timing.timer import TimingConfig
-
-IR_TIMEOUT_S = 600.0
-# A stack takes seconds; torch.compile's cold compiles make it about half a minute on 2 cores.
-SELFTEST_TIMEOUT_S = 300.0
-BLAS_PROBE_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -383,68 +381,6 @@ class SilentReporter:
         del cell
 
 
-def machine_warnings(machine: Mapping[str, Any]) -> list[str]:
-    """Machine settings that make every number of the run less stable, with the fix."""
-    warnings = []
-    governor = machine.get("governor")
-    if governor not in (None, "performance"):
-        warnings.append(
-            f"the CPU frequency governor is {governor!r}: clock speed follows load, so times "
-            "vary; for stable numbers set it to 'performance' (cpupower frequency-set -g "
-            "performance)"
-        )
-    warnings.extend(_environment_warnings(machine))
-    load = machine.get("load_average")
-    if load and load[0] > 0.5:
-        warnings.append(
-            f"the 1-minute load average is {load[0]:.2f} before the run started: other work "
-            "shares the machine (each cell reports what it saw as background_cores)"
-        )
-    return warnings
-
-
-def _environment_warnings(machine: Mapping[str, Any]) -> list[str]:
-    warnings = []
-    kernel_choice = {
-        name: value
-        for name, value in machine.get("blas_env", {}).items()
-        if name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") and value is not None
-    }
-    if kernel_choice:
-        settings = ", ".join(f"{name}={value}" for name, value in kernel_choice.items())
-        warnings.append(
-            f"{settings} is set: OpenBLAS (numpy's BLAS, and torch's on CPU) runs the kernels "
-            "of that core type instead of the ones it would pick for this CPU, which can halve "
-            "NumPy's GEMM; each cell records the kernel it ran (settings.blas). To measure the "
-            "library's own choice, unset both for this command"
-        )
-    inherited = machine.get("influential_environment", {})
-    if inherited:
-        settings = ", ".join(f"{name}={value}" for name, value in inherited.items())
-        warnings.append(
-            f"your environment sets {settings}: every stack that reads them and does not pin "
-            "them runs with them (each cell records them in settings.inherited_environment)"
-        )
-    return warnings
-
-
-def usable_peak(machine: Mapping[str, Any]) -> tuple[Peak | None, str]:
-    """The stored peak when it describes this machine, else None and why (empty when there
-    is none at all)."""
-    peak = load_peak()
-    if peak is None:
-        return None, ""
-    stale = stale_reason(peak, dict(machine))
-    return (None, stale) if stale else (peak, "")
-
-
-def measure_and_store_peak(quick: bool = False) -> tuple[Peak, Path]:
-    """Measure this machine's peak (~4 minutes; ``quick``: seconds, not a peak) and store it
-    where tables find it."""
-    peak = measure_peak(quick)
-    return peak, save_peak(peak)
-
-
 def ir_cells(selection: Selection, diff: Sequence[str] = ()) -> list[CellSpec]:
     """One cell per stack for IR capture; ``diff`` names two of the stacks to compare."""
     for path in selection.workload_files:
@@ -461,80 +397,3 @@ def ir_cells(selection: Selection, diff: Sequence[str] = ()) -> list[CellSpec]:
         if parse_stack(name) not in stacks:
             raise UsageError(f"--diff {name} must be one of --stacks")
     return plan.cells_for(workload, values, stacks, "cpu")
-
-
-def capture_stack(spec: CellSpec, options: RunOptions, out_dir: Path) -> dict[str, Any]:
-    """Run the IR worker for one stack; its index, or the reason it failed for every stage."""
-    out_dir = out_dir.resolve()  # the worker runs in its own folder
-    with tempfile.TemporaryDirectory(prefix="stackwars-ir-") as scratch:
-        request = session.request_for(spec, options, Path(scratch) / "cache")
-        end = run_child(
-            "stackwars.runner.ir_worker",
-            "ir",
-            {"request": request.to_dict(), "out_dir": str(out_dir)},
-            Limits(options.timeout_s, options.memory_budget),
-        )
-    if end.ok and end.result is not None:
-        return end.result
-    return {"stack": spec.stack, "stages": {}, "unavailable": {"*": end.detail}}
-
-
-def capture_run_ir(record: Run, options: RunOptions, results: store.Store) -> list[str]:
-    """Capture and store the IR of every ok cell of a run whose stack has a compiler, once
-    per cell key; one line per cell saying what was stored."""
-    seen: set[tuple[str, str, str, str, bool]] = set()
-    lines = []
-    for cell in record.cells:
-        if cell.status != "ok" or cell.key() in seen or not stages(cell.stack):
-            continue
-        seen.add(cell.key())
-        spec = CellSpec(cell.workload, cell.params, cell.stack, cell.device, cell.to_host)
-        with tempfile.TemporaryDirectory(prefix="stackwars-ir-") as scratch:
-            index = capture_stack(spec, options, Path(scratch))
-            texts = {
-                stage: (Path(scratch) / name).read_text(encoding="utf-8")
-                for stage, name in index["stages"].items()
-            }
-        results.add_captures(record, cell, texts)
-        missing = ", ".join(index["unavailable"]) or "none"
-        lines.append(f"IR of {cell.label()}: {len(texts)} stage(s) stored; missing: {missing}")
-    return lines
-
-
-def selftest_stack(stack: Stack, device: str, timeout_s: float) -> StackResult:
-    """One stack's selftest; unsupported without a worker when it cannot run here."""
-    reason = stack_missing_reason(stack.framework, stack.mode)
-    devices = FRAMEWORKS[stack.framework].devices
-    if reason is None and split_device(device)[0] not in devices:
-        reason = f"{stack.framework} runs on {', '.join(devices)}, not {device}"
-    if reason is not None:
-        return StackResult(str(stack), "unsupported", reason)
-    return run_selftest_worker(stack, device, timeout_s)
-
-
-def run_selftest_worker(stack: Stack, device: str, timeout_s: float) -> StackResult:
-    """The selftest worker's answer; a worker that does not answer becomes its status."""
-    with tempfile.TemporaryDirectory(prefix="stackwars-selftest-") as scratch:
-        request = {"stack": str(stack), "device": device, "cache_dir": f"{scratch}/cache"}
-        limits = Limits(timeout_s, default_memory_budget())
-        end = run_child("stackwars.runner.selftest_worker", "selftest", request, limits)
-    if end.ok and end.result is not None:
-        return StackResult.from_dict(end.result)
-    detail = end.detail
-    if end.status == "timeout":
-        detail = f"still running after {timeout_s:g} s; raise it with --timeout"
-    return StackResult(str(stack), end.status, detail)
-
-
-def blas_libraries() -> dict[str, list[dict[str, Any]] | str]:
-    """Per installed framework, the BLAS libraries its worker process loads (or why not)."""
-    probed: dict[str, list[dict[str, Any]] | str] = {}
-    limits = Limits(BLAS_PROBE_TIMEOUT_S, default_memory_budget())
-    for name, info in FRAMEWORKS.items():
-        # A layer over another framework (Keras) loads that framework's libraries.
-        if info.runs_on is not None or missing_reason(name) is not None:
-            continue
-        end = run_child("stackwars.runner.blas_worker", "blas", {"framework": name}, limits)
-        ok = end.ok and end.result is not None
-        probed[name] = end.result["libraries"] if ok and end.result else end.detail[-300:]
-    return probed

@@ -11,11 +11,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from stackwars import commands
-from stackwars.claims.files import FORMAT_HELP
+from stackwars import cli_parsers, commands
 from stackwars.config import CACHE_MODES, EXECUTORS
 from stackwars.errors import UsageError
-from stackwars.timing.compare import MIN_WORKERS
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -262,11 +260,11 @@ def build_parser() -> argparse.ArgumentParser:
     rerun.add_argument("run", metavar="RUN", help="a run id or 'latest'")
     _add_rerun_output(rerun)
     _add_run_executor(rerun)
-    _add_behave(subparsers)
-    _add_claims(subparsers)
-    _add_results_commands(subparsers)
-    _add_report(subparsers)
-    _add_ir(subparsers)
+    cli_parsers.add_behave(subparsers)
+    cli_parsers.add_claims(subparsers)
+    cli_parsers.add_results_commands(subparsers)
+    cli_parsers.add_report(subparsers)
+    cli_parsers.add_ir(subparsers)
     selftest = subparsers.add_parser(
         "selftest",
         help="prove that each stack's timed block includes the completion of its work",
@@ -282,252 +280,6 @@ def build_parser() -> argparse.ArgumentParser:
     selftest.add_argument("--device", default="cpu", help="cpu, gpu, gpu:1 or tpu (default cpu)")
     selftest.add_argument("--timeout", type=float, metavar="S", help="per stack, seconds (300)")
     return parser
-
-
-def _add_behave(subparsers: argparse._SubParsersAction[_Parser]) -> None:
-    behave = subparsers.add_parser(
-        "behave",
-        help="how each stack behaves when ordinary Python meets its compiler (probes)",
-        description=(
-            "Run small probe programs (seed 000's JIT pitfalls and their fixes, Python side "
-            "effects, a new shape) on every stack, each in a fresh worker, and classify what "
-            "happened: works, error, fallback, silently different, retraced N, same or new "
-            "numbers (random draws), unsupported. The outcomes are stored as a run: "
-            "'stackwars runs' lists it, 'show' and 'export' read it."
-        ),
-        epilog="example: stackwars behave --probes boolean-mask,value-if --stacks jax",
-    )
-    behave.add_argument("--probes", metavar="A,B", help="comma list (default: every probe)")
-    behave.add_argument("--stacks", help="comma list of framework:mode (default: every stack)")
-    behave.add_argument("--list", action="store_true", help="list the probes and stop")
-    behave.add_argument("--details", action="store_true", help="one line per cell: what happened")
-    behave.add_argument("--json", metavar="PATH", help="also write the run (its outcomes) as JSON")
-    behave.add_argument("--label", help="a name for this run in 'stackwars runs'")
-    behave.add_argument(
-        "--db", metavar="PATH", help="results store (default $STACKWARS_DB or ./stackwars.sqlite)"
-    )
-    behave.add_argument("--timeout", type=float, metavar="S", help="per probe and stack (300)")
-    behave.add_argument(
-        "--jobs",
-        type=int,
-        metavar="N",
-        help="workers at a time (default: 2, or 1 on a one-core machine); --jobs 1 leaves "
-        "each probe's per-call times (the cost of a retrace) undisturbed by another worker",
-    )
-    behave.add_argument("--quiet", action="store_true", help="only the matrix")
-    behave.add_argument("--workload-file", action="append", default=[], metavar="PATH")
-
-
-def _add_claims(subparsers: argparse._SubParsersAction[_Parser]) -> None:
-    what = (
-        "Measure the cells the claims are about (each once, in --repeat interleaved fresh "
-        "workers), and judge each claim by its value's 95% interval. The verdicts are stored "
-        "with the run ('show', 'report'). Exit 1 with --strict when a claim fails."
-    )
-    epilog = FORMAT_HELP  # argparse formats %(prog)s in descriptions and epilogs only
-    formatter = argparse.RawDescriptionHelpFormatter
-    several = subparsers.add_parser(
-        "claims",
-        help="check claims from files, or the built-in ones (the seeds', Keras's) on this machine",
-        description=what,
-        epilog="example: stackwars claims --builtin --repeat 3\n\n" + epilog,
-        formatter_class=formatter,
-    )
-    several.add_argument("files", nargs="*", metavar="FILE", help="claim files (TOML)")
-    several.add_argument(
-        "--builtin", action="store_true", help="every quantitative claim of the seeds, and Keras's"
-    )
-    several.add_argument("--only", metavar="IDS", help="comma list of ids or patterns (seed002-*)")
-    _add_claim_options(several)
-    one = subparsers.add_parser(
-        "claim",
-        help="check one claim written on one line",
-        description=what,
-        epilog='example: stackwars claim "jax:jit >= 6x numpy:eager on poly n=10000"\n\n' + epilog,
-        formatter_class=formatter,
-    )
-    one.add_argument(
-        "claim", metavar="CLAIM", help="e.g. 'jax:jit faster than numpy:eager on gemm'"
-    )
-    _add_claim_options(one)
-
-
-def _add_claim_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--repeat",
-        type=int,
-        default=MIN_WORKERS,
-        metavar="N",
-        help=f"fresh workers per cell, interleaved ({MIN_WORKERS}, the fewest a verdict accepts)",
-    )
-    parser.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="set a parameter in every claim whose workload has it, e.g. --param n=32 --param "
-        "scale=tiny for a quick check at test size: the verdicts then speak of those sizes, "
-        "not the claims' (for a crossover over KEY, a comma list replaces the values swept)",
-    )
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
-    parser.add_argument("--budget", type=float, metavar="S", help="steady budget per cell (1)")
-    parser.add_argument("--timeout", type=float, metavar="S", help="per cell, seconds (900)")
-    parser.add_argument("--memory-budget", metavar="SIZE", help="per worker, e.g. 8GiB")
-    parser.add_argument("--order-seed", type=int, default=0, metavar="N", help="of the order (0)")
-    parser.add_argument(
-        "--db", metavar="PATH", help="results store (default $STACKWARS_DB or ./stackwars.sqlite)"
-    )
-    parser.add_argument("--json", metavar="PATH", help="also write the run and its claims as JSON")
-    parser.add_argument("--markdown", metavar="PATH", help="also write the claims as Markdown")
-    parser.add_argument("--label", metavar="TEXT", default="", help="a name for the run")
-    parser.add_argument("--quiet", action="store_true", help="no progress, only the claims")
-
-
-def _add_ir(subparsers: argparse._SubParsersAction[_Parser]) -> None:
-    ir = subparsers.add_parser(
-        "ir",
-        help="capture, analyse and diff each stack's compiler IR for one workload",
-        description=(
-            "Capture every IR stage each stack gives (jax:jit: jaxpr, StableHLO, HLO, "
-            "optimized HLO, cost and memory analysis; torch:xla: exported graph, StableHLO, "
-            "optimized HLO; torch:compile: FX graphs, Inductor code, graph breaks; "
-            "tensorflow:xla: StableHLO, HLO, optimized HLO; tensorflow:graph: its ops), "
-            "normalise and analyse it, and with --diff compare two stacks."
-        ),
-        epilog="example: stackwars ir --workload ffn --stacks jax:jit,torch:xla "
-        "--diff jax:jit torch:xla",
-    )
-    ir.add_argument("--workload", required=True)
-    ir.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
-    ir.add_argument("--stacks", help="comma list of framework:mode")
-    ir.add_argument("--stage", help="only this stage (and the stage --diff compares)")
-    ir.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare two stacks' IR")
-    ir.add_argument("--out", metavar="DIR", help="where captures go (./stackwars-ir/...)")
-    ir.add_argument("--timeout", type=float, metavar="S", help="per stack, seconds (600)")
-    ir.add_argument("--workload-file", action="append", default=[], metavar="PATH")
-
-
-def _add_results_commands(subparsers: argparse._SubParsersAction[_Parser]) -> None:
-    db_help = "results store (default $STACKWARS_DB or ./stackwars.sqlite)"
-    runs = subparsers.add_parser("runs", help="list the stored runs")
-    runs.add_argument("--db", metavar="PATH", help=db_help)
-    runs.add_argument("--label", metavar="TEXT", help="only runs with this label")
-    runs.add_argument(
-        "--machine", metavar="FINGERPRINT", help="only runs of this machine (the machine column)"
-    )
-    show = subparsers.add_parser(
-        "show", help="the tables of a stored run, with sweeps and crossovers"
-    )
-    show.add_argument("run", nargs="?", default="latest", help="a run id or 'latest' (default)")
-    show.add_argument("--db", metavar="PATH", help=db_help)
-    show.add_argument("--markdown", metavar="PATH", help="also write the tables as markdown")
-    show.add_argument("--baseline", metavar="STACK", help="compare every stack with this one")
-    show.add_argument(
-        "--details",
-        action="store_true",
-        help="also the signals the tables leave out: start-up times, first-run phases, "
-        "dispatch, CPU and page faults per call, compiles, memory, threads and BLAS",
-    )
-    _add_verdict_options(show)
-    export = subparsers.add_parser("export", help="a stored run as JSON or CSV")
-    export.add_argument("run", help="a run id or 'latest'")
-    export.add_argument("--format", choices=("json", "csv"), default="json")
-    export.add_argument("--out", metavar="PATH", help="write here instead of standard output")
-    export.add_argument("--db", metavar="PATH", help=db_help)
-    imported = subparsers.add_parser(
-        "import", help="add a run exported as JSON (e.g. a CI baseline) to the store"
-    )
-    imported.add_argument("file", metavar="RUN.json", help="from export --format json or --json")
-    imported.add_argument("--db", metavar="PATH", help=db_help)
-    compare = subparsers.add_parser(
-        "compare", help="the same cells in two runs: ratio, interval, test, verdict"
-    )
-    compare.add_argument(
-        "run_a", metavar="RUN_A", help="the baseline: a run id, 'latest', or an exported .json"
-    )
-    compare.add_argument("run_b", metavar="RUN_B", help="the candidate, the same way")
-    compare.add_argument("--db", metavar="PATH", help=db_help)
-    compare.add_argument("--markdown", metavar="PATH", help="also write the report as Markdown")
-    compare.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
-    compare.add_argument(
-        "--github-summary",
-        action="store_true",
-        help="append the Markdown report to $GITHUB_STEP_SUMMARY (GitHub Actions)",
-    )
-    _add_verdict_options(compare)
-    history = subparsers.add_parser(
-        "history", help="stored results of one workload on one stack over time, with steps"
-    )
-    history.add_argument("--workload", required=True)
-    history.add_argument("--stack", required=True, help="framework:mode")
-    history.add_argument(
-        "--param", action="append", default=[], metavar="KEY=VALUE", help="only these parameters"
-    )
-    history.add_argument("--db", metavar="PATH", help=db_help)
-    history.add_argument("--label", metavar="TEXT", help="only runs with this label")
-    history.add_argument(
-        "--machine", metavar="FINGERPRINT", help="only runs of this machine (see 'runs')"
-    )
-    history.add_argument("--markdown", metavar="PATH", help="also write the tables as Markdown")
-    history.add_argument("--json", metavar="PATH", help="also write the series as JSON")
-    _add_threshold(history)
-
-
-def _add_report(subparsers: argparse._SubParsersAction[_Parser]) -> None:
-    report = subparsers.add_parser(
-        "report",
-        help="one self-contained HTML file (or Markdown) with plots of stored runs",
-        description=(
-            "Write one HTML file that opens offline (styles and plots inside): per workload "
-            "steady time with its interval, speed-up, first-run phases and memory; sweeps "
-            "and crossovers; warm-up series; CPU, page faults and dispatch; comparisons "
-            "between the runs given; IR; the fairness manifest, every warning and every cell "
-            "that did not end ok. --format md writes Markdown with the plots as SVG files."
-        ),
-        epilog="example: stackwars report latest --baseline numpy:eager --out report.html",
-    )
-    report.add_argument(
-        "runs", nargs="*", metavar="RUN", help="run ids, 'latest' or exported .json (latest)"
-    )
-    report.add_argument("--baseline", metavar="STACK", help="speed-ups against this stack")
-    report.add_argument("--out", metavar="PATH", help="report.html, or report.md with --format md")
-    report.add_argument("--format", choices=("html", "md"), help="default: from --out, else html")
-    report.add_argument(
-        "--db", metavar="PATH", help="results store (default $STACKWARS_DB or ./stackwars.sqlite)"
-    )
-    _add_threshold(report)
-    report.add_argument(
-        "--within-process",
-        action="store_true",
-        help="judge cells of one worker per side by the blocks of one process",
-    )
-
-
-def _add_verdict_options(parser: argparse.ArgumentParser) -> None:
-    _add_threshold(parser)
-    parser.add_argument(
-        "--fail-above",
-        type=float,
-        metavar="PCT",
-        help="exit 1 when a cell is significantly slower by more than PCT percent (for CI); "
-        "cells with fewer than 3 workers per side are inconclusive and never fail",
-    )
-    parser.add_argument(
-        "--within-process",
-        action="store_true",
-        help="judge cells with fewer than 3 workers per side by the blocks of one process "
-        "(their interval then ignores the variation between processes)",
-    )
-
-
-def _add_threshold(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--threshold",
-        type=float,
-        default=5.0,
-        metavar="PCT",
-        help="smallest change called a difference when significant (5)",
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
