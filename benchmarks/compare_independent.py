@@ -2,25 +2,40 @@
 
     python benchmarks/compare_independent.py [--quick] [--processes 3] [--out-dir DIR]
                                              [--cells gemm256,...] [--stacks numpy:eager,...]
+                                             [--keras]
 
 benchmarks/compare_peers.py compares harnesses on the function stackwars prepared, so a cost
 added by stackwars' own set-up (its builders, Framework objects, environment) is shared by
 every peer and invisible. Here each framework's script in benchmarks/independent/ is what a
-user of that framework writes, importing nothing from stackwars: it builds its own inputs,
-applies its own mode, warms up, then times single calls with perf_counter and reports their
-median.
+user of that framework writes, importing nothing from stackwars: it builds its own inputs (for
+BERT-base its own model, random weights), applies its own mode, warms up, then times single
+calls with perf_counter and reports their median.
 
-Each cell and stack runs ``--processes`` fresh independent processes and as many fresh
-stackwars workers (``stackwars run``, one worker each, default budgets), one at a time, in an
-order shuffled with a fixed seed. stackwars' number is its steady median, or on asynchronous
-stacks (jax) its call+sync latency (``times.latency_s``): the independent script waits for
-every call there. A cell's verdict is ``met`` when it lasts 1 ms or more, the independent
-processes agree within 10 % (max/min - 1) and stackwars is within 5 % of their median.
+A cell is a workload with its parameters: gemm and selu at one size, and ``bert64``, BERT-base
+inference (``stackwars run --workload bert-base --param task=infer --param batch=2 --param
+seq=64 --param dtype=float32``). Each stack has one script: numpy_user.py, jax_user.py,
+torch_user.py, tensorflow_user.py, and for the Keras stacks (keras-jax:jit, keras-torch:eager)
+keras_user.py on that backend; a stack runs only the cells its script writes (the Keras stacks
+and BERT: jax, torch and Keras only). Each planned cell and stack runs ``--processes`` fresh
+independent processes and as many fresh stackwars workers (``stackwars run``, one worker each,
+default budgets), one at a time, in an order shuffled with a fixed seed. stackwars' number is
+its steady median, or on asynchronous stacks (jax, keras-jax) its call+sync latency
+(``times.latency_s``): the independent script waits for every call there. A cell's verdict is
+``met`` when it lasts 1 ms or more, the independent processes agree within 10 % (max/min - 1)
+and stackwars is within 5 % of their median. Where a Keras stack and its backend's native
+stack both ran a cell, the report adds the Keras/native ratio of medians on each side: how
+much the Keras layer costs according to stackwars, and according to the users' scripts.
+
+``--keras`` runs just that: bert64 on jax:jit, keras-jax:jit, torch:eager and
+keras-torch:eager. The full measurement of it:
+
+    python benchmarks/compare_independent.py --keras --processes 3 --out-dir keras-independent
 
 Writes ``independent-raw.json`` (every job, rewritten as each ends) and
-``independent-report.md`` to the output folder, and prints the report. ``--quick`` (gemm 64
-and selu 32 on numpy:eager and jax:jit, short budgets) checks the script; its numbers mean
-nothing. This script imports nothing from stackwars: it runs it as a user does.
+``independent-report.md`` to the output folder, and prints the report (rendered by
+benchmarks/independent_report.py). ``--quick`` (gemm 64, selu 32 and a tiny BERT with 16
+tokens, on numpy:eager and jax:jit unless told, short budgets) checks the script; its numbers
+mean nothing. This script imports nothing from stackwars: it runs it as a user does.
 """
 
 from __future__ import annotations
@@ -29,28 +44,80 @@ import argparse
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from independent_report import format_time, render
+
 SCRIPTS = Path(__file__).resolve().with_name("independent")
-STACKS = ("numpy:eager", "jax:jit", "torch:eager", "tensorflow:graph")
-QUICK_STACKS = STACKS[:2]
-# The full cells, then the quick ones; a cell's name is its workload and n (gemm256).
-SIZES = (("gemm", 256), ("gemm", 1024), ("selu", 2000), ("gemm", 3000), ("gemm", 64), ("selu", 32))
-KNOWN_CELLS = {f"{workload}{n}": (workload, n) for workload, n in SIZES}
-CELLS, QUICK_CELLS = list(KNOWN_CELLS)[:4], list(KNOWN_CELLS)[4:]
+# independent-raw.json's layout. History: 1 (unversioned): jobs had ``workload`` and ``n``;
+# 2: a top-level ``version``; jobs have ``workload`` and ``params`` (stackwars' --param values).
+RAW_VERSION = 2
+
+
+@dataclass(frozen=True)
+class Cell:
+    label: str  # as the report names it
+    workload: str  # stackwars' workload
+    params: tuple[tuple[str, str], ...]  # stackwars' --param values
+    script_args: tuple[str, ...]  # the same, as the independent scripts take it
+
+
+@dataclass(frozen=True)
+class Script:
+    name: str  # in benchmarks/independent/
+    args: tuple[str, ...]  # what comes before the cell's arguments
+    workloads: frozenset[str]  # the stackwars workloads it writes
+
+
+def matrix(workload: str, n: int) -> Cell:
+    params = (("n", str(n)), ("dtype", "float32"))
+    return Cell(f"{workload} n={n}", workload, params, ("--workload", workload, "--n", str(n)))
+
+
+def bert(scale: str, seq: int) -> Cell:
+    """BERT-base inference of 2 sequences of ``seq`` tokens; scale tiny is the test size."""
+    params = (("task", "infer"), ("batch", "2"), ("seq", str(seq)), ("dtype", "float32"))
+    script_args = ("--workload", "bert", "--scale", scale, "--batch", "2", "--seq", str(seq))
+    tiny = (("scale", "tiny"),) if scale == "tiny" else ()
+    label = f"bert-base{' tiny' if tiny else ''} infer b=2 s={seq}"
+    return Cell(label, "bert-base", params + tiny, script_args)
+
+
+# The full cells, then the quick ones (the tiny BERT has 32 positions: 16 tokens).
+KNOWN_CELLS = {
+    "gemm256": matrix("gemm", 256),
+    "gemm1024": matrix("gemm", 1024),
+    "selu2000": matrix("selu", 2000),
+    "gemm3000": matrix("gemm", 3000),
+    "bert64": bert("full", 64),
+    "gemm64": matrix("gemm", 64),
+    "selu32": matrix("selu", 32),
+    "bert16-tiny": bert("tiny", 16),
+}
+CELLS, QUICK_CELLS = list(KNOWN_CELLS)[:5], list(KNOWN_CELLS)[5:]
+MATRIX, BERT = frozenset({"gemm", "selu"}), frozenset({"bert-base"})
+STACKS = {
+    "numpy:eager": Script("numpy_user.py", (), MATRIX),
+    "jax:jit": Script("jax_user.py", (), MATRIX | BERT),
+    "torch:eager": Script("torch_user.py", (), MATRIX | BERT),
+    "tensorflow:graph": Script("tensorflow_user.py", (), MATRIX),
+    "keras-jax:jit": Script("keras_user.py", ("--backend", "jax"), BERT),
+    "keras-torch:eager": Script("keras_user.py", ("--backend", "torch"), BERT),
+}
+QUICK_STACKS = ["numpy:eager", "jax:jit"]
+# Per backend: its Keras stack and its native stack, whose ratio the report shows.
+KERAS_PAIRS = (("jax", "keras-jax:jit", "jax:jit"), ("torch", "keras-torch:eager", "torch:eager"))
+KERAS_STACKS = [stack for _, keras, native in KERAS_PAIRS for stack in (native, keras)]
 SECONDS, QUICK_SECONDS = 2.0, 0.1  # independent scripts' timing budget
 QUICK_BUDGET = "0.1"  # stackwars --budget under --quick (its default otherwise)
 SHUFFLE_SEED = 0
 TIMEOUT_S = 1200.0  # per job; stackwars stops its own worker at 900 s
-LONG_CELL_S, AGREE, TARGET = 1e-3, 0.10, 0.05
 TAIL = 1500
 
 
@@ -58,8 +125,6 @@ TAIL = 1500
 class Job:
     side: str  # "stackwars" or "independent"
     cell: str
-    workload: str
-    n: int
     stack: str
     process: int
 
@@ -71,10 +136,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out-dir", type=Path, help="where to write (a new temporary folder)")
     parser.add_argument("--cells", help=f"comma list of {', '.join(KNOWN_CELLS)}")
     parser.add_argument("--stacks", help=f"comma list of {', '.join(STACKS)}")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--keras",
+        action="store_true",
+        help=f"BERT-base on {', '.join(KERAS_STACKS)} only (bert16-tiny under --quick)",
+    )
+    args = parser.parse_args(argv)
+    if args.keras and (args.cells or args.stacks):
+        parser.error("--keras chooses the cells and stacks: give --keras or --cells/--stacks")
+    return args
 
 
-def choose(names: str | None, default: list[str], known: Sequence[str], what: str) -> list[str]:
+def choose(names: str | None, default: list[str], known: list[str], what: str) -> list[str]:
     if names is None:
         return default
     wanted = [name.strip() for name in names.split(",") if name.strip()]
@@ -84,11 +157,39 @@ def choose(names: str | None, default: list[str], known: Sequence[str], what: st
     return wanted
 
 
-def plan(cells: list[str], stacks: list[str], processes: int) -> list[Job]:
-    jobs = [
-        Job(side, cell, *KNOWN_CELLS[cell], stack, process)
+def selection(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The cells and stacks asked for (or the defaults)."""
+    if args.keras:
+        return ["bert16-tiny" if args.quick else "bert64"], KERAS_STACKS
+    cells = choose(args.cells, QUICK_CELLS if args.quick else CELLS, [*KNOWN_CELLS], "cell")
+    stacks = choose(args.stacks, QUICK_STACKS if args.quick else [*STACKS], [*STACKS], "stack")
+    return cells, stacks
+
+
+def pairs(cells: list[str], stacks: list[str], named: list[str]) -> list[tuple[str, str]]:
+    """Every (cell, stack) whose script writes the cell's workload; refuses a cell or stack
+    in ``named`` (what the user listed) that would then run nothing."""
+    planned = [
+        (cell, stack)
         for cell in cells
         for stack in stacks
+        if KNOWN_CELLS[cell].workload in STACKS[stack].workloads
+    ]
+    idle = [name for name in named if not any(name in pair for pair in planned)]
+    if idle:
+        runs = "; ".join(f"{s} runs {', '.join(sorted(x.workloads))}" for s, x in STACKS.items())
+        raise SystemExit(
+            f"nothing to run for {', '.join(idle)}: no chosen cell and stack go together "
+            f"there ({runs}); choose cells and stacks that do, or --keras for BERT-base on "
+            f"the Keras stacks and their backends"
+        )
+    return planned
+
+
+def plan(planned: list[tuple[str, str]], processes: int) -> list[Job]:
+    jobs = [
+        Job(side, cell, stack, process)
+        for cell, stack in planned
         for side in ("stackwars", "independent")
         for process in range(processes)
     ]
@@ -108,9 +209,9 @@ def run(command: list[str], cwd: Path) -> tuple[int | None, str, str]:
 
 
 def independent(job: Job, seconds: float, scratch: Path) -> dict[str, Any]:
-    framework, _, mode = job.stack.partition(":")
-    script = SCRIPTS / f"{framework}_user.py"
-    command = [sys.executable, str(script), "--workload", job.workload, "--n", str(job.n)]
+    script, mode = STACKS[job.stack], job.stack.partition(":")[2]
+    command = [sys.executable, str(SCRIPTS / script.name), *script.args]
+    command += KNOWN_CELLS[job.cell].script_args
     code, out, err = run([*command, "--mode", mode, "--seconds", str(seconds)], scratch)
     lines = out.strip().splitlines()
     if code != 0 or not lines:
@@ -119,24 +220,26 @@ def independent(job: Job, seconds: float, scratch: Path) -> dict[str, Any]:
 
 
 def stackwars(job: Job, quick: bool, scratch: Path, db: Path) -> dict[str, Any]:
-    out = scratch / "run.json"
-    command = [sys.executable, "-m", "stackwars", "run", "--workload", job.workload]
-    command += ["--param", f"n={job.n}", "--param", "dtype=float32", "--stacks", job.stack]
+    out, cell = scratch / "run.json", KNOWN_CELLS[job.cell]
+    command = [sys.executable, "-m", "stackwars", "run", "--workload", cell.workload]
+    for name, value in cell.params:
+        command += ["--param", f"{name}={value}"]
+    command += ["--stacks", job.stack]
     command += ["--json", str(out), "--db", str(db), "--quiet"]
     code, stdout, stderr = run([*command, *(["--budget", QUICK_BUDGET] if quick else [])], scratch)
     if not out.exists():
         return {"status": "error", "detail": f"exit {code}: {(stdout + stderr)[-TAIL:]}"}
-    cell = json.loads(out.read_text(encoding="utf-8"))["cells"][0]
-    latency, steady = cell["times"].get("latency_s"), cell["steady"]["median_s"]
-    if cell["status"] != "ok" or not steady:
-        return {"status": cell["status"], "detail": cell["reason"][-TAIL:]}
+    measured = json.loads(out.read_text(encoding="utf-8"))["cells"][0]
+    latency, steady = measured["times"].get("latency_s"), measured["steady"]["median_s"]
+    if measured["status"] != "ok" or not steady:
+        return {"status": measured["status"], "detail": measured["reason"][-TAIL:]}
     return {
         "status": "ok",
         "median_s": latency or steady,
         "measure": "call+sync latency" if latency else "steady median",
         "steady_median_s": steady,
-        "stable": cell["steady"]["stable"],
-        "warnings": cell["warnings"],
+        "stable": measured["steady"]["stable"],
+        "warnings": measured["warnings"],
     }
 
 
@@ -148,99 +251,17 @@ def run_job(job: Job, quick: bool, db: Path) -> dict[str, Any]:
         else:
             measured = independent(job, QUICK_SECONDS if quick else SECONDS, Path(scratch))
     wall_s = time.monotonic() - start
-    return {**asdict(job), "wall_s": wall_s, "load_1min": os.getloadavg()[0], **measured}
+    cell = KNOWN_CELLS[job.cell]
+    described = {**asdict(job), "workload": cell.workload, "params": dict(cell.params)}
+    return {**described, "wall_s": wall_s, "load_1min": os.getloadavg()[0], **measured}
 
 
 def write_raw(path: Path, settings: dict[str, Any], records: list[dict[str, Any]]) -> None:
     """Write atomically: a reader never sees half a file, an interrupt keeps the last one."""
-    text = json.dumps({"settings": settings, "jobs": records}, indent=1)
+    text = json.dumps({"version": RAW_VERSION, "settings": settings, "jobs": records}, indent=1)
     partial = path.with_name(path.name + ".partial")
     partial.write_text(text, encoding="utf-8")
     partial.replace(path)
-
-
-def _pct(value: float | None, signed: bool = False) -> str:
-    return "–" if value is None else f"{100 * value:{'+' if signed else ''}.1f} %"
-
-
-def _time(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3)):
-        if seconds >= scale:
-            return f"{seconds / scale:.4g} {unit}"
-    return f"{seconds / 1e-6:.4g} µs"
-
-
-def _spread(medians: list[float]) -> float | None:
-    return max(medians) / min(medians) - 1 if len(medians) >= 2 else None
-
-
-def verdict(ours: float | None, theirs: float | None, spread: float | None) -> str:
-    if ours is None or theirs is None:
-        return "no data (see independent-raw.json)"
-    if theirs < LONG_CELL_S:
-        return "n/a (< 1 ms)"
-    if spread is None:
-        return "n/a (fewer than 2 independent processes)"
-    if spread > AGREE:
-        return f"n/a (independent spread {_pct(spread)})"
-    deviation = ours / theirs - 1
-    if abs(deviation) <= TARGET:
-        return "met"
-    if deviation > 0:
-        return f"MISSED: stackwars is slower, by {_pct(deviation)} of the independent time"
-    return f"MISSED: the independent script is slower; stackwars is {_pct(-deviation)} faster"
-
-
-def row(records: list[dict[str, Any]], cell: str, stack: str) -> str:
-    def medians(side: str) -> list[float]:
-        return [
-            r["median_s"]
-            for r in records
-            if (r["side"], r["cell"], r["stack"], r["status"]) == (side, cell, stack, "ok")
-        ]
-
-    ours, theirs = medians("stackwars"), medians("independent")
-    our_median = statistics.median(ours) if ours else None
-    their_median = statistics.median(theirs) if theirs else None
-    deviation = our_median / their_median - 1 if our_median and their_median else None
-    workload, n = KNOWN_CELLS[cell]
-    measure = next((r["measure"] for r in records if r.get("measure")), "–")
-    spread = _spread(theirs)
-    return (
-        f"| {workload} n={n} | {stack} | {_time(our_median)} ({measure}) | {_time(their_median)} "
-        f"| {_pct(spread)} | {_pct(_spread(ours))} | {_pct(deviation, True)} "
-        f"| {verdict(our_median, their_median, spread)} |"
-    )
-
-
-def _last_line(record: dict[str, Any]) -> str:
-    lines = [line.strip() for line in record.get("detail", "").splitlines() if line.strip()]
-    return f"{record['status']}: {(lines[-1] if lines else '')[:200]}"
-
-
-def render(records: list[dict[str, Any]], cells: list[str], stacks: list[str]) -> str:
-    loads = [r["load_1min"] for r in records]
-    lines = [
-        "| cell | stack | stackwars | independent | indep. spread | stackwars spread "
-        "| stackwars dev. | verdict |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
-    ]
-    for cell in cells:
-        for stack in stacks:
-            mine = [r for r in records if r["cell"] == cell and r["stack"] == stack]
-            lines.append(row(mine, cell, stack))
-    failed = [r for r in records if r["status"] != "ok"]
-    notes = [f"- {r['side']} {r['cell']} {r['stack']}: {_last_line(r)}" for r in failed]
-    ours = [r for r in records if r["side"] == "stackwars" and r["status"] == "ok"]
-    shared = sum(any(w.startswith("background load") for w in r["warnings"]) for r in ours)
-    summary = (
-        f"Medians over fresh processes; spread = max/min - 1. Load average (1 min) at job "
-        f"ends: median {statistics.median(loads):.2f}, max {max(loads):.2f}; stackwars "
-        f"warned of background load in {shared} of its {len(ours)} workers."
-    )
-    return "\n".join([*lines, "", summary, *notes]) + "\n"
 
 
 def run_all(
@@ -253,7 +274,7 @@ def run_all(
             record = run_job(job, quick, Path(db_dir) / "stackwars.sqlite")
             records.append(record)
             write_raw(raw, settings, records)
-            shown = f"{_time(record.get('median_s'))} ({record['status']})"
+            shown = f"{format_time(record.get('median_s'))} ({record['status']})"
             progress = f"[{index}/{len(jobs)} {time.monotonic() - started:.0f} s]"
             print(f"{progress} {job.side} {job.cell} {job.stack}: {shown}", flush=True)
     return records
@@ -261,23 +282,26 @@ def run_all(
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    cells = choose(args.cells, QUICK_CELLS if args.quick else CELLS, [*KNOWN_CELLS], "cell")
-    stacks = choose(args.stacks, [*(QUICK_STACKS if args.quick else STACKS)], STACKS, "stack")
+    cells, stacks = selection(args)
+    named = [*(cells if args.cells else []), *(stacks if args.stacks else [])]
+    planned = pairs(cells, stacks, named)
     out_dir: Path = args.out_dir or Path(tempfile.mkdtemp(prefix="stackwars-independent-"))
     out_dir.mkdir(parents=True, exist_ok=True)
-    jobs = plan(cells, stacks, args.processes)
+    jobs = plan(planned, args.processes)
     raw = out_dir / "independent-raw.json"
     settings = {
         "argv": argv,
         "cells": cells,
         "stacks": stacks,
+        "planned": planned,
         "processes": args.processes,
         "independent_seconds": QUICK_SECONDS if args.quick else SECONDS,
         "stackwars_budget_s": QUICK_BUDGET if args.quick else "default",
     }
     print(f"{len(jobs)} jobs, one at a time; raw records in {raw}", flush=True)
     records = run_all(jobs, args.quick, raw, settings)
-    report = render(records, cells, stacks)
+    labels = {name: cell.label for name, cell in KNOWN_CELLS.items()}
+    report = render(records, planned, labels, KERAS_PAIRS)
     (out_dir / "independent-report.md").write_text(report, encoding="utf-8")
     print(f"\n{report}\nReport: {out_dir / 'independent-report.md'}")
     return 0

@@ -1,6 +1,7 @@
 """The independent user scripts (benchmarks/independent/) and their driver
-(benchmarks/compare_independent.py): they owe stackwars nothing, they time and compute what
-they say, and the driver runs end to end."""
+(benchmarks/compare_independent.py, with benchmarks/independent_report.py): they owe stackwars
+nothing, they time and compute what they say, and the driver plans only what the scripts
+write, runs end to end and reports Keras's cost over each backend as both sides see it."""
 
 from __future__ import annotations
 
@@ -22,6 +23,14 @@ SCRIPTS = BENCHMARKS / "independent"
 MODES = {"numpy": "eager", "jax": "jit", "torch": "eager", "tensorflow": "graph"}
 ALPHA, SCALE = 1.6732632423543772, 1.0507009873554805
 TIMEOUT_S = 120
+# Every BERT script at the tiny size: (script, arguments before the workload's).
+BERT_SCRIPTS = {
+    "jax": ("jax_user.py", "--mode", "jit"),
+    "torch": ("torch_user.py", "--mode", "eager"),
+    "keras-jax": ("keras_user.py", "--backend", "jax", "--mode", "jit"),
+    "keras-torch": ("keras_user.py", "--backend", "torch", "--mode", "eager"),
+}
+KERAS_STACKS = ("jax:jit", "keras-jax:jit", "torch:eager", "keras-torch:eager")
 
 
 def imported_roots(path: Path) -> set[str]:
@@ -43,13 +52,21 @@ def test_independent_scripts_import_nothing_of_stackwars() -> None:
 
 
 def run_script(framework: str, workload: str, tmp_path: Path) -> tuple[dict[str, Any], Any]:
-    if importlib.util.find_spec(framework) is None:  # not imported here: the script does it
-        pytest.skip(f"{framework} is not installed")
+    command = [str(SCRIPTS / f"{framework}_user.py"), "--workload", workload]
+    command += ["--n", "16", "--mode", MODES[framework]]
+    return run_command(command, (framework,), tmp_path)
+
+
+def run_command(
+    command: list[str], libraries: tuple[str, ...], tmp_path: Path
+) -> tuple[dict[str, Any], Any]:
+    """The script's one JSON line and what it saved."""
+    for library in libraries:  # not imported here: the script does it
+        if importlib.util.find_spec(library) is None:
+            pytest.skip(f"{library} is not installed")
     saved = tmp_path / "out.npz"
-    command = [sys.executable, str(SCRIPTS / f"{framework}_user.py"), "--workload", workload]
-    command += ["--n", "16", "--mode", MODES[framework], "--seconds", "0.05"]
     done = subprocess.run(
-        [*command, "--save", str(saved)],
+        [sys.executable, *command, "--seconds", "0.05", "--save", str(saved)],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -88,13 +105,36 @@ def test_script_selu_matches_float64_numpy(framework: str, tmp_path: Path) -> No
     assert np.abs(output - reference).max() < 1e-5
 
 
-def test_driver_quick_runs_end_to_end(tmp_path: Path) -> None:
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(BERT_SCRIPTS))
+def test_bert_script_computes_the_whole_forward(name: str, tmp_path: Path) -> None:
+    """Weights are each script's own, so no values to compare; but the final post-LN
+    normalises every token (unit scale, zero shift at initialisation) and the pooler's tanh
+    sees the first token: outputs the scripts' timed call really computes."""
+    script, *options = BERT_SCRIPTS[name]
+    command = [str(SCRIPTS / script), *options, "--workload", "bert", "--scale", "tiny"]
+    libraries = ("keras", name.partition("-")[2]) if "keras" in name else (name,)
+    result, saved = run_command([*command, "--batch", "2", "--seq", "16"], libraries, tmp_path)
+    assert result["median_s"] > 0
+    if "keras" in name:
+        assert result["backend"] == name.partition("-")[2]
+        assert set(result) == {"median_s", "calls", "framework_version", "keras_version", "backend"}
+    tokens, output, pooled = saved["arr_0"], saved["output"], saved["pooled"]
+    assert tokens.shape == (2, 16) and tokens.min() >= 0 and tokens.max() < 97  # tiny vocab
+    assert output.shape == (2, 16, 16) and output.dtype == np.float32
+    np.testing.assert_allclose(output.mean(axis=-1), 0, atol=1e-4)
+    np.testing.assert_allclose(output.std(axis=-1), 1, atol=1e-3)
+    assert pooled.shape == (2, 16) and np.abs(pooled).max() < 1
+    assert not np.allclose(output[0], output[1])  # each example's own tokens
+
+
+def run_driver(options: list[str], tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    """The driver's report and raw records, its stackwars store kept apart from the user's."""
     out_dir = tmp_path / "out"
     env = {**os.environ, "STACKWARS_DB": str(tmp_path / "stackwars.sqlite")}
-    command = [sys.executable, str(BENCHMARKS / "compare_independent.py"), "--quick"]
-    command += ["--processes", "1", "--stacks", "numpy:eager", "--out-dir", str(out_dir)]
+    command = [sys.executable, str(BENCHMARKS / "compare_independent.py"), *options]
     done = subprocess.run(
-        command,
+        [*command, "--processes", "1", "--out-dir", str(out_dir)],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -103,34 +143,119 @@ def test_driver_quick_runs_end_to_end(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert not (tmp_path / "stackwars.sqlite").exists()  # the driver keeps its own store
     report = (out_dir / "independent-report.md").read_text(encoding="utf-8")
+    return report, json.loads((out_dir / "independent-raw.json").read_text(encoding="utf-8"))
+
+
+def test_driver_quick_runs_end_to_end(tmp_path: Path) -> None:
+    report, raw = run_driver(["--quick", "--stacks", "numpy:eager"], tmp_path)
     assert "| gemm n=64 | numpy:eager |" in report
     assert "| selu n=32 | numpy:eager |" in report
     assert "n/a (< 1 ms)" in report  # the quick cells are µs: no verdict
-    raw = json.loads((out_dir / "independent-raw.json").read_text(encoding="utf-8"))
+    assert "Keras/native" not in report  # no Keras stack ran
     jobs = raw["jobs"]
+    assert raw["version"] == 2
+    # numpy_user.py writes no BERT: the quick tiny BERT cell is left out, not failed.
     assert {(job["side"], job["cell"]) for job in jobs} == {
         (side, cell) for side in ("stackwars", "independent") for cell in ("gemm64", "selu32")
     }
     assert all(job["status"] == "ok" and job["median_s"] > 0 for job in jobs), jobs
     assert {job["measure"] for job in jobs if job["side"] == "stackwars"} == {"steady median"}
-    assert not (tmp_path / "stackwars.sqlite").exists()  # the driver keeps its own store
+    assert {job["params"]["n"] for job in jobs} == {"64", "32"}
+
+
+@pytest.mark.slow
+def test_driver_keras_quick_reports_keras_over_native_from_both_sides(tmp_path: Path) -> None:
+    report, raw = run_driver(["--quick", "--keras"], tmp_path)
+    jobs = raw["jobs"]
+    assert {(job["side"], job["stack"]) for job in jobs} == {
+        (side, stack) for side in ("stackwars", "independent") for stack in KERAS_STACKS
+    }
+    assert all(job["status"] == "ok" and job["median_s"] > 0 for job in jobs), jobs
+    assert {job["cell"] for job in jobs} == {"bert16-tiny"}
+    params = {"task": "infer", "batch": "2", "seq": "16", "dtype": "float32", "scale": "tiny"}
+    assert all(job["workload"] == "bert-base" and job["params"] == params for job in jobs)
+    for stack in KERAS_STACKS:
+        assert f"| bert-base tiny infer b=2 s=16 | {stack} |" in report
+    lines = report.splitlines()
+    header = lines.index("| cell | backend | stacks | stackwars | independent | difference |")
+    rows = [line.split(" | ") for line in lines[header + 2 : header + 4]]
+    assert [row[1:3] for row in rows] == [
+        ["jax", "keras-jax:jit / jax:jit"],
+        ["torch", "keras-torch:eager / torch:eager"],
+    ]
+    for row in rows:  # two ratios and their difference, every one a number
+        assert float(row[3].removesuffix("×")) > 0 and float(row[4].removesuffix("×")) > 0
+        assert row[5].endswith(" % |")
 
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
-    """The driver, loaded by path (benchmarks/ is no package); registered while in use, as
-    its dataclasses need."""
+    """The driver, loaded by path (benchmarks/ is no package) with benchmarks/ importable as
+    when it runs, for its report module; registered while in use, as its dataclasses need."""
     name = "compare_independent"
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / "compare_independent.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    sys.path.insert(0, str(BENCHMARKS))
     try:
         spec.loader.exec_module(module)
         yield module
     finally:
+        sys.path.remove(str(BENCHMARKS))
         del sys.modules[name]
+        sys.modules.pop("independent_report", None)
+
+
+def test_driver_plans_each_stack_with_the_cells_its_script_writes(driver: Any) -> None:
+    cells, stacks = driver.selection(driver.parse_args(["--quick"]))
+    planned = driver.pairs(cells, stacks, [])
+    assert planned == [
+        ("gemm64", "numpy:eager"),
+        ("gemm64", "jax:jit"),
+        ("selu32", "numpy:eager"),
+        ("selu32", "jax:jit"),
+        ("bert16-tiny", "jax:jit"),
+    ]
+    cells, stacks = driver.selection(driver.parse_args(["--keras"]))
+    assert driver.pairs(cells, stacks, []) == [("bert64", stack) for stack in KERAS_STACKS]
+    cells, stacks = driver.selection(driver.parse_args([]))
+    keras = [pair for pair in driver.pairs(cells, stacks, []) if "keras" in pair[1]]
+    assert keras == [("bert64", "keras-jax:jit"), ("bert64", "keras-torch:eager")]
+
+
+def test_driver_refuses_a_keras_stack_without_a_bert_cell(driver: Any) -> None:
+    args = driver.parse_args(["--cells", "gemm256", "--stacks", "keras-jax:jit,numpy:eager"])
+    cells, stacks = driver.selection(args)
+    with pytest.raises(SystemExit, match=r"nothing to run for keras-jax:jit: .*keras-jax:jit runs"):
+        driver.pairs(cells, stacks, [*cells, *stacks])
+    with pytest.raises(SystemExit):  # argparse's usage error
+        driver.parse_args(["--keras", "--stacks", "jax:jit"])
+
+
+@pytest.fixture(scope="module")
+def report(driver: Any) -> Any:
+    """The report module, as the driver imported it."""
+    return sys.modules["independent_report"]
+
+
+def test_keras_table_is_the_ratio_of_medians_per_side(report: Any) -> None:
+    def job(side: str, stack: str, median_s: float) -> dict[str, Any]:
+        return {"side": side, "cell": "c", "stack": stack, "status": "ok", "median_s": median_s}
+
+    records = [
+        *(job("stackwars", "k:jit", t) for t in (2.0, 2.2, 9.0)),  # median 2.2
+        job("stackwars", "n:jit", 1.0),
+        job("independent", "k:jit", 3.0),
+        job("independent", "n:jit", 1.5),
+        {**job("independent", "n:jit", 0.1), "status": "error"},  # ignored
+    ]
+    planned = [("c", "k:jit"), ("c", "n:jit")]
+    lines = report.keras_table(records, planned, {"c": "cell c"}, [("b", "k:jit", "n:jit")])
+    assert "| cell c | b | k:jit / n:jit | 2.200× | 2.000× | +10.0 % |" in lines
+    assert report.keras_table(records, planned[:1], {"c": "c"}, [("b", "k:jit", "n:jit")]) == []
 
 
 @pytest.mark.parametrize(
@@ -147,6 +272,6 @@ def driver() -> Iterator[Any]:
     ],
 )
 def test_driver_verdicts(
-    driver: Any, ours: float | None, theirs: float | None, spread: float | None, expected: str
+    report: Any, ours: float | None, theirs: float | None, spread: float | None, expected: str
 ) -> None:
-    assert driver.verdict(ours, theirs, spread).startswith(expected)
+    assert report.verdict(ours, theirs, spread).startswith(expected)
