@@ -84,3 +84,18 @@ def test_rerun_repeats_a_stored_plan_exactly(tmp_path: Path) -> None:
     assert second["run"]["planned"] == first["run"]["planned"]
     assert second["run"]["options"] == first["run"]["options"]
     assert [c["status"] for c in second["cells"]] == ["ok", "ok"]
+
+
+def test_the_unified_eager_benchmark_file_runs_the_unified_suites_cells() -> None:
+    """benchmarks/unified_eager.toml is the unified suite on the eager modes it leaves out:
+    a cell or a timing added to the suite and not to the file would make docs/results.md's
+    eager tables compare other cells than its compiled ones."""
+    path = Path(__file__).parents[1] / "benchmarks" / "unified_eager.toml"
+    eager = load_suite_file(path)
+    unified = SUITES["unified"]
+    assert [(e.workload, e.params) for e in eager.entries] == [
+        (e.workload, e.params) for e in unified.entries
+    ]
+    assert eager.timing == unified.timing
+    eager_stacks = {"keras-jax:eager", "jax:eager", "keras-tensorflow:eager", "tensorflow:eager"}
+    assert all(set(e.stacks or ()) == eager_stacks for e in eager.entries)
