@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from stackwars import api
-from stackwars.report.comparison import ComparisonRow
+from stackwars.results.comparison import ComparisonRow
 
 CELLS = ["--workload", "gemm", "--param", "n=512", "--stacks", "numpy:eager,jax:jit,torch:eager"]
 FAIL_ABOVE = 5.0

@@ -16,7 +16,8 @@ from stackwars import api, runner
 from stackwars.cli import main
 from stackwars.config import RunOptions
 from stackwars.errors import UsageError
-from stackwars.report.comparison import compare_runs, comparison_notes, regressions
+from stackwars.report.comparison import comparison_notes
+from stackwars.results.comparison import Gate, compare_runs, gate_failures
 from stackwars.report.history import series_by_params
 from stackwars.report.table import build_tables
 from stackwars.results.aggregate import merge_repeats
@@ -176,8 +177,8 @@ def test_comparisons_of_cells_from_different_machines_say_so_and_judge_nothing()
     (row,) = compare_runs(base, slow, 0.05)
     assert row.result is not None and row.result.verdict == "inconclusive"
     assert "ran on different machines (big (aaaaaaaaaaaa), small (bbbbbbbbbbbb))" in row.note
-    assert regressions([row], 10) == []
-    notes = comparison_notes([row], 10)
+    assert gate_failures([row], Gate(fail_above=10)) == []
+    notes = comparison_notes([row], Gate(fail_above=10))
     assert notes[0].startswith("not judged: gemm(n=8) numpy:eager @ cpu: the cells ran on")
     assert not any("geometric mean" in note for note in notes)
     same = [timed("numpy:eager", 2e-3, A, repeat=r, seed=r + 5) for r in range(3)]

@@ -107,7 +107,9 @@ def test_within_process_statistics_when_asked_by_name(
     argv = ["compare", "a", "b", "--db", str(two_runs), "--within-process"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "slower" in out and "no clear difference" in out and "within-process" in out
+    # numpy:eager: the same 1 ms with other noise, -0.4 % yet significant over 60 blocks.
+    assert "slower" in out and "within-process" in out
+    assert "faster, within" in out and "threshold" in out
     assert re.search(r"\+(99|100)\.\d%", out)
     assert "geometric mean of ratios: 1.41" in out
     assert main([*argv, "--fail-above", "10"]) == 1

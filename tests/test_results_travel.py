@@ -55,7 +55,9 @@ def test_compare_reads_exported_files_and_writes_markdown_json_and_the_summary(
     assert markdown.startswith("### slow against base") and "| slower |" in markdown
     assert "- REGRESSION above 10%: gemm(n=8) numpy:eager @ cpu" in markdown
     assert summary.read_text(encoding="utf-8") == markdown + "\n"
-    (row,) = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
+    written = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
+    assert written["format"] == 1 and written["gate"]["fail_above"] == 10
+    (row,) = written["rows"]
     assert row["comparison"]["verdict"] == "slower" and row["comparison"]["workers"] == [3, 3]
 
 

@@ -52,7 +52,7 @@ def test_one_worker_a_side_is_judged_within_its_process_and_says_so() -> None:
         [cell("tensorflow:graph", 1.0), cell("keras-tensorflow:graph", 1.0)]
     )
     assert cost.steady is not None and cost.steady.unit == "block"
-    assert cost.steady.verdict == "no clear difference"
+    assert cost.steady.verdict == "equivalent"
     tables, markdown = derived_tables(
         [cell("tensorflow:graph", 1.0), cell("keras-tensorflow:graph", 1.0)]
     )

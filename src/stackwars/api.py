@@ -60,9 +60,11 @@ from stackwars.stored import (  # noqa: F401
     history,
     import_run,
     load_run,
+    load_side,
     machine_mismatch,
     open_store,
     read_run_file,
+    side_mismatch,
     threshold,
 )
 from stackwars.suite_files import load_suite_file

@@ -172,7 +172,10 @@ def add_results_commands(subparsers: Subparsers) -> None:
         "compare", help="the same cells in two runs: ratio, interval, test, verdict"
     )
     compare.add_argument(
-        "run_a", metavar="RUN_A", help="the baseline: a run id, 'latest', or an exported .json"
+        "run_a",
+        metavar="RUN_A",
+        help="the baseline: a run id, 'latest', or an exported .json; several joined by commas "
+        "are pooled (same machine only)",
     )
     compare.add_argument("run_b", metavar="RUN_B", help="the candidate, the same way")
     compare.add_argument("--db", metavar="PATH", help=db_help)
@@ -184,6 +187,7 @@ def add_results_commands(subparsers: Subparsers) -> None:
         help="append the Markdown report to $GITHUB_STEP_SUMMARY (GitHub Actions)",
     )
     _add_verdict_options(compare)
+    _add_gate_options(compare)
     history = subparsers.add_parser(
         "history", help="stored results of one workload on one stack over time, with steps"
     )
@@ -238,14 +242,39 @@ def _add_verdict_options(parser: argparse.ArgumentParser) -> None:
         "--fail-above",
         type=float,
         metavar="PCT",
-        help="exit 1 when a cell is significantly slower by more than PCT percent (for CI); "
-        "cells with fewer than 3 workers per side are inconclusive and never fail",
+        help="exit 1 when a cell is significantly slower (95 %% interval above 1) and its "
+        "change is more than PCT percent, or (compare, ab) when a cell ok in the baseline is "
+        "not ok or absent in the candidate; cells with fewer than 3 workers per side are "
+        "inconclusive and never fail on time",
     )
     parser.add_argument(
         "--within-process",
         action="store_true",
         help="judge cells with fewer than 3 workers per side by the blocks of one process "
         "(their interval then ignores the variation between processes)",
+    )
+
+
+def _add_gate_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fail-memory-above",
+        type=float,
+        metavar="PCT",
+        help="exit 1 when a cell's peak memory (RSS, and device peak where measured) is "
+        "significantly larger by more than PCT percent",
+    )
+    parser.add_argument(
+        "--allow-failures",
+        action="store_true",
+        help="a cell ok in the baseline and failed or absent in the candidate does not fail "
+        "the gate (it is still listed)",
+    )
+    parser.add_argument(
+        "--run-drift",
+        type=float,
+        metavar="PCT",
+        help="run-to-run standard deviation added when the sides are separate runs (default: "
+        "the value measured here, docs/results.md); 0 trusts the runs' own workers",
     )
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from stackwars.errors import ParameterError, UsageError
 from stackwars.frameworks import parse_stack
-from stackwars.report.comparison import ComparisonRow, compare_runs, compare_stacks
 from stackwars.results import store
+from stackwars.results.comparison import ComparisonRow, compare_runs, compare_stacks
 from stackwars.results.machines import machine_of
 from stackwars.results.run import Run
 from stackwars.results.schema import SCHEMA_VERSION, Cell
-from stackwars.timing.compare import INCONCLUSIVE
+from stackwars.timing.compare import DEFAULT_RUN_DRIFT, INCONCLUSIVE
 
 
 def open_store(db: str | None = None, must_exist: bool = False) -> store.Store:
@@ -39,20 +39,70 @@ def compare(
     threshold_pct: float = 5.0,
     db: str | None = None,
     within_process: bool = False,
+    *,
+    run_drift_pct: float | None = None,
 ) -> tuple[Run, Run, list[ComparisonRow]]:
-    """The cells two runs share (ids in the store, or exported .json files): ratio, interval,
-    test and verdict for each, workers as the unit (``within_process`` accepts one worker's
-    blocks as the evidence). Runs from different machines are not judged."""
-    baseline, candidate = load_run(run_a, db), load_run(run_b, db)
-    for record in (baseline, candidate):
+    """The cells both sides share: ratio, interval, test and verdict for each, workers as the
+    unit (``within_process`` accepts one worker's blocks as the evidence). A side is a run id,
+    ``latest`` or an exported .json, or several joined by commas, whose workers are pooled.
+    When the sides do not interleave in time, ``run_drift_pct`` (default
+    ``DEFAULT_RUN_DRIFT``) is added as run-to-run variance. Runs from different machines are
+    not judged. The runs returned stand for their sides (the first of each)."""
+    baseline, candidate = load_side(run_a, db), load_side(run_b, db)
+    for record in (*baseline, *candidate):
         if record.kind != "timing":
             raise UsageError(
                 f"run {record.id} is a {record.kind} run, with no timings to compare; "
                 "compare two runs of 'stackwars run' (see 'stackwars runs')"
             )
-    rows = compare_runs(baseline.cells, candidate.cells, threshold(threshold_pct), within_process)
-    mismatch = machine_mismatch(baseline, candidate)
-    return baseline, candidate, [not_judged(row, mismatch) for row in rows] if mismatch else rows
+    drift = run_drift(baseline, candidate, run_drift_pct)
+    rows = compare_runs(
+        [cell for record in baseline for cell in record.cells],
+        [cell for record in candidate for cell in record.cells],
+        threshold(threshold_pct),
+        within_process,
+        drift,
+    )
+    mismatch = side_mismatch(baseline, candidate)
+    rows = [not_judged(row, mismatch) for row in rows] if mismatch else rows
+    return baseline[0], candidate[0], rows
+
+
+def load_side(runs: str, db: str | None = None) -> list[Run]:
+    """One side of a comparison: runs (ids, ``latest`` or .json files) joined by commas."""
+    names = [name.strip() for name in runs.split(",") if name.strip()]
+    if not names:
+        raise UsageError(f"{runs!r} names no run; give a run id, 'latest' or a .json file")
+    return [load_run(name, db) for name in names]
+
+
+def interleaved(baseline: Sequence[Run], candidate: Sequence[Run]) -> bool:
+    """Whether the sides' runs alternate in time (each side two or more runs, and neither
+    side's runs all before the other's): then a drift of the machine reaches both sides."""
+    if len(baseline) < 2 or len(candidate) < 2:
+        return False
+    starts_b = sorted(record.started for record in baseline)
+    starts_c = sorted(record.started for record in candidate)
+    return starts_b[0] < starts_c[-1] and starts_c[0] < starts_b[-1]
+
+
+def run_drift(baseline: Sequence[Run], candidate: Sequence[Run], percent: float | None) -> float:
+    """The run-to-run standard deviation to add to a comparison of these sides (a fraction)."""
+    if percent is not None and not 0 <= percent < 100:
+        raise UsageError(f"--run-drift {percent} must be a percentage in [0, 100)")
+    if interleaved(baseline, candidate):
+        return 0.0
+    return DEFAULT_RUN_DRIFT if percent is None else percent / 100
+
+
+def side_mismatch(baseline: Sequence[Run], candidate: Sequence[Run]) -> str:
+    """Why the sides' times are not comparable ('' when every run is of one machine)."""
+    records = [*baseline, *candidate]
+    for record in records[1:]:
+        mismatch = machine_mismatch(records[0], record)
+        if mismatch:
+            return mismatch
+    return ""
 
 
 def compare_with_stack(

@@ -1,5 +1,5 @@
-"""``stackwars compare RUN_A RUN_B``: the same cells in two runs, with verdicts; also as
-Markdown (a pull request, a CI job summary) and JSON."""
+"""``stackwars compare RUN_A RUN_B``: the same cells in two runs (or two sets of runs), with
+verdicts and the gate; also as Markdown (a pull request, a CI job summary) and JSON."""
 
 from __future__ import annotations
 
@@ -9,13 +9,9 @@ import os
 from pathlib import Path
 
 from stackwars import api
-from stackwars.report.comparison import (
-    comparison_json,
-    comparison_markdown,
-    comparison_report,
-    regressions,
-)
+from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
 from stackwars.report.console import report_console
+from stackwars.results.comparison import Gate, gate_failures
 from stackwars.results.jsonio import write_atomically
 
 EXIT_REGRESSION = 1
@@ -23,24 +19,37 @@ EXIT_REGRESSION = 1
 
 def compare(args: argparse.Namespace, argv: list[str]) -> int:
     baseline, candidate, rows = api.compare(
-        args.run_a, args.run_b, args.threshold, args.db, args.within_process
+        args.run_a,
+        args.run_b,
+        args.threshold,
+        args.db,
+        args.within_process,
+        run_drift_pct=args.run_drift,
     )
-    title = f"{candidate.id} against {baseline.id} (threshold {args.threshold:g}%)"
+    title = f"{args.run_b} against {args.run_a} (threshold {args.threshold:g}%)"
+    if "," not in args.run_a + args.run_b:
+        title = f"{candidate.id} against {baseline.id} (threshold {args.threshold:g}%)"
     console = report_console()
-    mismatch = api.machine_mismatch(baseline, candidate)
+    mismatch = api.side_mismatch(
+        api.load_side(args.run_a, args.db), api.load_side(args.run_b, args.db)
+    )
     if mismatch:
         console.print(f"warning: {mismatch}; no cell is judged")
-    for part in comparison_report(rows, title, args.fail_above):
+    gate = gate_of(args)
+    for part in comparison_report(rows, title, gate):
         console.print(part)
-    markdown = comparison_markdown(rows, title, args.fail_above)
+    markdown = comparison_markdown(rows, title, gate)
     if args.markdown:
         Path(args.markdown).write_text(markdown, encoding="utf-8")
     if args.json:
-        write_atomically(Path(args.json), json.dumps(comparison_json(rows), indent=1))
+        write_atomically(Path(args.json), json.dumps(comparison_json(rows, gate), indent=1))
     if args.github_summary:
         console.print(append_github_summary(markdown))
-    failed = args.fail_above is not None and regressions(rows, args.fail_above)
-    return EXIT_REGRESSION if failed else 0
+    return EXIT_REGRESSION if gate_failures(rows, gate) else 0
+
+
+def gate_of(args: argparse.Namespace) -> Gate:
+    return Gate(args.fail_above, args.fail_memory_above, args.allow_failures)
 
 
 def append_github_summary(markdown: str) -> str:

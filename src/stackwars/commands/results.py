@@ -11,7 +11,7 @@ from rich.table import Table
 from stackwars import api
 from stackwars.report.behave import behave_report
 from stackwars.report.claims import claim_results, claims_markdown, claims_table
-from stackwars.report.comparison import comparison_report, regressions
+from stackwars.report.comparison import comparison_report
 from stackwars.report.console import report_console
 from stackwars.report.crossover import crossovers, find_sweeps, sweep_table
 from stackwars.report.derived import derived_tables
@@ -21,6 +21,7 @@ from stackwars.report.table import build_tables, render_markdown, render_rich
 from stackwars.report.variants import find_variants, variants_table
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.behave import outcome_from_dict
+from stackwars.results.comparison import Gate, gate_failures
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
 
@@ -82,9 +83,10 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
     if not args.baseline:
         return 0
     rows = api.compare_with_stack(record, args.baseline, args.threshold, args.within_process)
-    for part in comparison_report(rows, f"every stack against {args.baseline}", args.fail_above):
+    gate = Gate(fail_above=args.fail_above)
+    for part in comparison_report(rows, f"every stack against {args.baseline}", gate):
         console.print(part)
-    failed = args.fail_above is not None and regressions(rows, args.fail_above)
+    failed = bool(gate_failures(rows, gate))
     return EXIT_REGRESSION if failed else 0
 
 

@@ -17,7 +17,14 @@ from rich.table import Table as RichTable
 from stackwars.report.table import format_seconds, format_steady
 from stackwars.results.machines import machine_of
 from stackwars.results.schema import Cell
-from stackwars.timing.compare import Comparison, compare
+from stackwars.timing.compare import (
+    FASTER,
+    FASTER_UNSURE,
+    SLOWER,
+    SLOWER_UNSURE,
+    Comparison,
+    compare,
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,10 @@ def with_steps(points: Sequence[tuple[str, str, Cell]], threshold: float) -> lis
                 threshold=threshold,
                 within_process=True,
             )
-            step = comparison if comparison.verdict != "no clear difference" else None
+            # A step: a significant change whose size passes the threshold.
+            beyond = abs(comparison.ratio - 1) > threshold
+            shown = comparison.verdict in (SLOWER, FASTER, SLOWER_UNSURE, FASTER_UNSURE)
+            step = comparison if shown and beyond else None
         if usable:
             previous = cell
         result.append(Point(run_id, started, cell, step))

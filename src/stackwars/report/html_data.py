@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from stackwars.claims.verdict import ClaimResult
 from stackwars.report.claims import claim_results
-from stackwars.report.comparison import ComparisonRow
 from stackwars.report.crossover import find_sweeps
 from stackwars.report.history import Point, series_by_params, with_steps
 from stackwars.report.html_details import (
@@ -30,6 +29,7 @@ from stackwars.report.html_groups import Group, SweepView, build_groups, sweep_v
 from stackwars.report.html_ir import IrCell, ir_cells
 from stackwars.report.table import status_counts
 from stackwars.results.aggregate import merge_repeats
+from stackwars.results.comparison import ComparisonRow
 from stackwars.results.peak import Peak
 from stackwars.results.run import Run, displayed_status
 from stackwars.results.schema import Cell

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from stackwars.claims.verdict import FAILS
 from stackwars.report.claims import COLUMNS as CLAIM_COLUMNS
 from stackwars.report.claims import claim_rows, verdict_counts
-from stackwars.report.comparison import ComparisonRow, comparison_notes
+from stackwars.report.comparison import comparison_notes
 from stackwars.report.html_data import SECTIONS, ComparisonView, HistoryView, Report
 from stackwars.report.html_details import MANIFEST_COLUMNS, RunManifest
 from stackwars.report.html_explain import EXPLAIN_MIN_SPREAD, Explained
@@ -18,6 +18,7 @@ from stackwars.report.html_explain import NOTE as EXPLAIN_NOTE
 from stackwars.report.html_groups import Group, SweepView
 from stackwars.report.html_ir import DIFF_STAGE, IrCell
 from stackwars.report.table import COLUMNS, format_seconds, format_steady
+from stackwars.results.comparison import ComparisonRow, Gate
 
 TIMES = "\N{MULTIPLICATION SIGN}"
 MANIFEST_NOTE = (
@@ -276,7 +277,7 @@ def _comparison(view: ComparisonView) -> list[Block]:
         blocks.append(FigureRef(view.anchor, f"ratio with its interval per cell: {view.title}"))
     rows = tuple(_comparison_texts(row) for row in view.rows)
     blocks.append(TableBlock((*columns, "Verdict"), rows, wide=frozenset({7})))
-    blocks.append(Bullets(tuple(comparison_notes(list(view.rows), None))))
+    blocks.append(Bullets(tuple(comparison_notes(list(view.rows), Gate()))))
     return blocks
 
 

@@ -20,13 +20,19 @@ from stackwars.report.html_plotkit import (
     time_unit,
 )
 from stackwars.report.table import shorten
+from stackwars.timing.compare import FASTER, FASTER_UNSURE, SLOWER, SLOWER_UNSURE
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 COMPARISON_ROWS = 80  # the forest plot's cells; the table lists every one
-VERDICT_COLOURS = {"faster": "#2ca02c", "slower": "#d62728"}
+VERDICT_COLOURS = {
+    SLOWER: "#d62728",
+    SLOWER_UNSURE: "#ff7f0e",
+    FASTER: "#2ca02c",
+    FASTER_UNSURE: "#98df8a",
+}
 _SWEEP_HEIGHT = 3.2
 
 

@@ -1,4 +1,4 @@
-"""Deciding whether two measurements differ: ratio of medians, bootstrap interval, a test.
+"""Deciding whether two measurements differ: ratio of medians, its interval, a verdict.
 
 A comparison is between a baseline and a candidate, each given as the per-call samples of one
 or more workers (``list[list[float]]``: workers, then steady blocks). Above 1 the ratio says
@@ -8,23 +8,47 @@ The unit of evidence is the worker (a fresh process): times move between process
 than within one (13 % to several hundred % here, docs/results.md), so thousands of blocks from
 one process say how precisely that process was measured, not whether the code changed.
 
-* With at least ``MIN_WORKERS`` workers per side, the ratio is that of the medians of the
-  per-worker medians, and its 95 % interval is Student's t interval of the difference of the
-  mean logarithms of the per-worker medians (the p-value is that t-test's). The verdict calls a
-  difference only when the whole interval lies beyond the practical threshold (above
-  1 + threshold, or below 1 / (1 + threshold)). A percentile bootstrap over 3 workers is too
-  narrow: "bootstrap interval excludes 1, Welch p < alpha and the point beyond the threshold"
-  cried wolf in 6.5 % of simulated identical pairs (tests/test_compare.py), this rule in 2-4 %.
-* With fewer, the verdict is ``inconclusive`` and says why, unless the caller accepts
-  within-process statistics (``within_process=True``): then the ratio is that of the pooled
-  medians, the interval a hierarchical bootstrap (resample workers, then blocks within
-  each), and the test Mann-Whitney U on the pooled blocks
-  (scipy, normal approximation with tie and continuity corrections, two-sided).
-* Within-process, the verdict calls a difference only when it is significant (the interval
-  excludes 1 and p < alpha) *and* larger than a practical threshold (5 % by default).
+Variance has three levels (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time",
+ISMM 2013): blocks within a worker, workers within a run, and runs. The first two are in the
+data (``Components``). The third is not when each side is one run, measured one after the
+other: every worker of a run shares that run's machine state (a neighbour's load, clocks,
+memory placement), and the spread between them underestimates the difference between two runs.
+Such a comparison adds ``run_drift``, a run-to-run standard deviation measured on A/A pairs of
+separate runs (docs/results.md, "Run-to-run drift"), to the variance of the difference; when
+the sides' workers alternate in time (``stackwars ab``, or several runs per side that
+interleave) the drift hits both sides alike and is in the between-worker spread already.
 
-NumPy is imported inside the functions: this module is analysis of stored results and runs
-only in commands that start no worker.
+* With at least ``MIN_WORKERS`` workers per side, the ratio is that of the medians of the
+  per-worker medians; its interval is Student's t interval of the difference of the mean
+  logarithms of the per-worker medians (pooled variance, plus ``2 * run_drift**2`` for
+  separate runs), and the p-value is that test's.
+* The verdict reads the interval against the practical threshold ±t (above 1 + t, below
+  1 / (1 + t)):
+
+  - ``slower`` / ``faster``: significant, and the whole interval beyond the threshold;
+  - ``slower, size unsure`` / ``faster, size unsure``: significant (the interval excludes 1),
+    but the interval reaches inside the threshold: the change is real, its size not shown to
+    pass the threshold;
+  - ``slower, within threshold`` / ``faster, within threshold``: significant, and the
+    ``1 - 2 * alpha`` interval lies inside ±t: a real change smaller than the threshold;
+  - ``equivalent``: not significant, and the ``1 - 2 * alpha`` interval inside ±t (two one-sided
+    tests at ``alpha``: shown to differ by less than the threshold);
+  - ``undecided``: neither; ``Comparison.workers_needed`` says how many workers a side would
+    likely decide it, from the measured variances (None when more workers of these runs cannot:
+    the run-to-run drift alone is wider than the margin);
+  - ``inconclusive``: not judged (too few workers, different machines), ``reason`` says why.
+
+* The gate (``fails_gate``): a cell fails ``--fail-above X`` when it is significantly slower
+  (the interval above 1) and its point estimate is more than X % slower. Under no change
+  the first happens in at most ``alpha / 2`` of comparisons, whatever X.
+* With fewer than ``MIN_WORKERS`` workers, the verdict is ``inconclusive`` and says why, unless
+  the caller accepts within-process statistics (``within_process=True``): then the ratio is
+  that of the pooled medians, the interval a hierarchical bootstrap (resample workers, then
+  blocks within each), the test Mann-Whitney U on the pooled blocks (scipy, normal
+  approximation with tie and continuity corrections, two-sided), and the same words apply.
+
+NumPy and SciPy are imported inside the functions: this module is analysis of stored results
+and runs only in commands that start no worker.
 """
 
 from __future__ import annotations
@@ -40,7 +64,32 @@ DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 2000
 MIN_WORKERS = 3
-INCONCLUSIVE = "inconclusive"
+MOST_WORKERS_ESTIMATED = 200
+PLANNING_POWER_Z = 0.8416  # the normal quantile of 80 %: "likely" in workers_needed
+# The run-to-run standard deviation (of log times) assumed for separate runs: measured on A/A
+# pairs of separate runs with other work between them (benchmarks/power_gate.py,
+# docs/results.md "Run-to-run drift", 2026-11-25). Overridden per comparison with --run-drift.
+DEFAULT_RUN_DRIFT = 0.03  # past this, "undecided" says more workers are not a plan
+
+SLOWER, FASTER = "slower", "faster"
+SLOWER_UNSURE, FASTER_UNSURE = "slower, size unsure", "faster, size unsure"
+SLOWER_SMALL, FASTER_SMALL = "slower, within threshold", "faster, within threshold"
+EQUIVALENT, UNDECIDED, INCONCLUSIVE = "equivalent", "undecided", "inconclusive"
+SIGNIFICANTLY_SLOWER = (SLOWER, SLOWER_UNSURE, SLOWER_SMALL)
+SIGNIFICANTLY_FASTER = (FASTER, FASTER_UNSURE, FASTER_SMALL)
+VERDICTS = (*SIGNIFICANTLY_SLOWER, *SIGNIFICANTLY_FASTER, EQUIVALENT, UNDECIDED, INCONCLUSIVE)
+
+
+@dataclass(frozen=True)
+class Components:
+    """A cell's variance at each level, as standard deviations of natural logarithms (about
+    relative standard deviations): between the medians of fresh workers (both sides pooled),
+    of one worker's median from its own blocks (the median over workers), and the run-to-run
+    drift the comparison assumed (0 when the sides interleave)."""
+
+    between_workers: float
+    within_worker: float
+    run_drift: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -49,11 +98,22 @@ class Comparison:
     ci_low: float
     ci_high: float
     p_value: float
-    verdict: str  # "faster", "slower", "no clear difference", "inconclusive"
+    verdict: str  # one of VERDICTS (module docstring)
     threshold: float
     unit: str = "worker"  # what the interval and the test count: "worker" or "block"
     workers: tuple[int, int] = (0, 0)  # baseline, candidate
-    reason: str = ""  # why the verdict is inconclusive
+    reason: str = ""  # why the verdict is inconclusive, or what would decide an undecided one
+    components: Components | None = None
+    workers_needed: int | None = None  # per side, for an undecided verdict (None: unknown)
+
+    @property
+    def significantly_slower(self) -> bool:
+        return self.verdict in SIGNIFICANTLY_SLOWER
+
+    def fails_gate(self, percent: float) -> bool:
+        """The gate's rule: significantly slower, and the point estimate more than
+        ``percent`` % slower."""
+        return self.significantly_slower and (self.ratio - 1) * 100 > percent
 
     def describe(self) -> str:
         change = (self.ratio - 1) * 100
@@ -65,6 +125,27 @@ class Comparison:
             evidence += ", within-process"
         text = f"{self.verdict} ({change:+.1f} %, {evidence})"
         return f"{text}: {self.reason}" if self.reason else text
+
+
+def judge(
+    significant: bool,
+    ratio: float,
+    interval: tuple[float, float],
+    equivalence: tuple[float, float],
+    threshold: float,
+) -> str:
+    """The verdict's words (module docstring) from the test's significance, the decision
+    interval and the ``1 - 2 * alpha`` interval of the equivalence test."""
+    upper, lower = 1 + threshold, 1 / (1 + threshold)
+    inside = lower <= equivalence[0] and equivalence[1] <= upper
+    if not significant:
+        return EQUIVALENT if inside else UNDECIDED
+    slower = ratio > 1
+    if (interval[0] > upper) if slower else (interval[1] < lower):
+        return SLOWER if slower else FASTER
+    if inside:
+        return SLOWER_SMALL if slower else FASTER_SMALL
+    return SLOWER_UNSURE if slower else FASTER_UNSURE
 
 
 def _pooled(samples: Samples) -> list[float]:
@@ -143,44 +224,113 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     return float(result.pvalue)
 
 
-def worker_interval(
-    baseline: Sequence[float], candidate: Sequence[float], confidence: float = 0.95
-) -> tuple[float, float, float]:
-    """(low, high, p): Student's t interval of candidate / baseline from per-worker medians
-    (on their logarithms, pooled variance), and the two-sided p-value of the same test."""
+@dataclass(frozen=True)
+class LogDifference:
+    """The difference of the mean log worker medians (candidate minus baseline), its standard
+    error and degrees of freedom: Student's t with pooled variance, plus the drift term."""
+
+    difference: float
+    se: float
+    df: int
+    between_sd: float
+
+    def interval(self, confidence: float) -> tuple[float, float]:
+        if self.se == 0:
+            return math.exp(self.difference), math.exp(self.difference)
+        half = _t_quantile(0.5 + confidence / 2, self.df) * self.se
+        return math.exp(self.difference - half), math.exp(self.difference + half)
+
+    def p_value(self) -> float:
+        from scipy.stats import t as student
+
+        if self.se == 0:
+            return 1.0 if self.difference == 0 else 0.0
+        return 2 * float(student.sf(abs(self.difference) / self.se, self.df))
+
+
+def _t_quantile(q: float, df: int) -> float:
     from scipy.stats import t as student
 
+    return float(student.ppf(q, df))
+
+
+def log_difference(
+    baseline: Sequence[float], candidate: Sequence[float], run_drift: float = 0.0
+) -> LogDifference:
+    """Per-worker medians of both sides -> the t statistic's parts (on logarithms)."""
     log_b, log_c = [math.log(x) for x in baseline], [math.log(x) for x in candidate]
     n_b, n_c = len(log_b), len(log_c)
     df = n_b + n_c - 2
     mean_b, mean_c = sum(log_b) / n_b, sum(log_c) / n_c
     squares = sum((x - mean_b) ** 2 for x in log_b) + sum((x - mean_c) ** 2 for x in log_c)
-    se = math.sqrt(squares / df * (1 / n_b + 1 / n_c))
-    difference = mean_c - mean_b
-    if se == 0:
-        ratio = math.exp(difference)
-        return ratio, ratio, 1.0 if difference == 0 else 0.0
-    half = float(student.ppf(0.5 + confidence / 2, df)) * se
-    p_value = 2 * float(student.sf(abs(difference) / se, df))
-    return math.exp(difference - half), math.exp(difference + half), p_value
+    variance = squares / df
+    se = math.sqrt(variance * (1 / n_b + 1 / n_c) + 2 * run_drift**2)
+    return LogDifference(mean_c - mean_b, se, df, math.sqrt(variance))
 
 
-def beyond_threshold(ci: tuple[float, float], threshold: float) -> str:
-    """The verdict when a whole interval must lie beyond the threshold."""
-    if ci[0] > 1 + threshold:
-        return "slower"
-    if ci[1] < 1 / (1 + threshold):
-        return "faster"
-    return "no clear difference"
+def worker_interval(
+    baseline: Sequence[float], candidate: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """(low, high, p): Student's t interval of candidate / baseline from per-worker medians
+    (on their logarithms, pooled variance), and the two-sided p-value of the same test."""
+    parts = log_difference(baseline, candidate)
+    low, high = parts.interval(confidence)
+    return low, high, parts.p_value()
 
 
-def verdict(
-    ratio: float, ci: tuple[float, float], p_value: float, threshold: float, alpha: float
-) -> str:
-    significant = p_value < alpha and not ci[0] <= 1.0 <= ci[1]
-    if not significant or abs(ratio - 1.0) <= threshold:
-        return "no clear difference"
-    return "slower" if ratio > 1 else "faster"
+def workers_needed(
+    difference: float, between_sd: float, run_drift: float, threshold: float, alpha: float
+) -> int | None:
+    """Workers per side that would likely decide a comparison whose true log difference and
+    between-worker spread are the measured ones: the fewest with which the test would show the
+    change (its interval excluding 1) or the equivalence (its interval inside the threshold)
+    with 80 % probability (the usual sample-size rule: quantile of the test plus that of the
+    power, times the standard error, within the margin). None when no number up to
+    ``MOST_WORKERS_ESTIMATED`` would, e.g. because the run-to-run drift alone is wider."""
+    to_significance = abs(difference)
+    to_equivalence = math.log1p(threshold) - abs(difference)
+    for n in range(MIN_WORKERS, MOST_WORKERS_ESTIMATED + 1):
+        se = math.sqrt(2 * between_sd**2 / n + 2 * run_drift**2)
+        if (_t_quantile(1 - alpha / 2, 2 * n - 2) + PLANNING_POWER_Z) * se < to_significance:
+            return n
+        if (_t_quantile(1 - alpha, 2 * n - 2) + PLANNING_POWER_Z) * se < to_equivalence:
+            return n
+    return None
+
+
+def within_worker_sd(samples: Samples) -> float:
+    """How precisely a worker's own blocks fix its median: the standard error of the median of
+    the log block times (1.2533 sd / sqrt(n) for a normal sample), the median over workers."""
+    errors = []
+    for worker in samples:
+        if len(worker) < 2:
+            continue
+        logs = [math.log(x) for x in worker]
+        mean = sum(logs) / len(logs)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+        errors.append(1.2533 * sd / math.sqrt(len(logs)))
+    return _median(errors) if errors else 0.0
+
+
+def _undecided_reason(needed: int | None, run_drift: float) -> str:
+    if needed is not None:
+        return f"about {needed} workers a side would likely decide it"
+    if run_drift:
+        return (
+            f"more workers of these runs would not decide it: the drift between separate runs "
+            f"({run_drift * 100:.1f} %) is wider than the margin; compare interleaved workers "
+            "('stackwars ab')"
+        )
+    return f"more than {MOST_WORKERS_ESTIMATED} workers a side would be needed"
+
+
+def _too_few(workers: tuple[int, int]) -> str:
+    return (
+        f"{workers[0]} and {workers[1]} worker(s); at least {MIN_WORKERS} fresh workers per "
+        "side are needed to tell a change from the variation between processes (run both "
+        f"with --repeat {MIN_WORKERS}, or accept within-process statistics with "
+        "--within-process)"
+    )
 
 
 def compare(
@@ -191,33 +341,60 @@ def compare(
     alpha: float = DEFAULT_ALPHA,
     seed: int = 0,
     within_process: bool = False,
+    run_drift: float = 0.0,
 ) -> Comparison:
-    """Compare two sets of workers (see the module docstring for the rules)."""
+    """Compare two sets of workers (see the module docstring for the rules); ``run_drift``
+    is the run-to-run standard deviation to add when the sides are separate runs."""
     workers = (sum(1 for w in baseline if w), sum(1 for w in candidate if w))
     if within_process:
-        ci = bootstrap_ratio_ci(baseline, candidate, seed=seed)
-        pooled_b, pooled_c = _pooled(baseline), _pooled(candidate)
-        ratio = _median(pooled_c) / _median(pooled_b)
-        p_value = mann_whitney_p(pooled_b, pooled_c)
-        decided = verdict(ratio, ci, p_value, threshold, alpha)
-        return Comparison(ratio, ci[0], ci[1], p_value, decided, threshold, "block", workers)
+        return _within_process(
+            baseline, candidate, threshold=threshold, alpha=alpha, seed=seed, workers=workers
+        )
     medians_b = [_median(w) for w in baseline if w]
     medians_c = [_median(w) for w in candidate if w]
     ratio = _median(medians_c) / _median(medians_b)
+    within = within_worker_sd([*baseline, *candidate])
     if min(workers) < MIN_WORKERS:
         ci = bootstrap_ratio_ci(baseline, candidate, seed=seed)
-        why = (
-            f"{workers[0]} and {workers[1]} worker(s); at least {MIN_WORKERS} fresh workers per "
-            "side are needed to tell a change from the variation between processes (run both "
-            f"with --repeat {MIN_WORKERS}, or accept within-process statistics with "
-            "--within-process)"
-        )
+        components = Components(0.0, within, run_drift)
         return Comparison(
-            ratio, ci[0], ci[1], math.nan, INCONCLUSIVE, threshold, "worker", workers, why
-        )
-    low, high, p_value = worker_interval(medians_b, medians_c, 1 - alpha)
-    decided = beyond_threshold((low, high), threshold)
-    return Comparison(ratio, low, high, p_value, decided, threshold, "worker", workers)
+            ratio, *ci, math.nan, INCONCLUSIVE, threshold, "worker", workers, _too_few(workers),
+            components,
+        )  # fmt: skip
+    parts = log_difference(medians_b, medians_c, run_drift)
+    ci, equivalence = parts.interval(1 - alpha), parts.interval(1 - 2 * alpha)
+    p_value = parts.p_value()
+    decided = judge(p_value < alpha, ratio, ci, equivalence, threshold)
+    needed, reason = None, ""
+    if decided == UNDECIDED:
+        needed = workers_needed(parts.difference, parts.between_sd, run_drift, threshold, alpha)
+        reason = _undecided_reason(needed, run_drift)
+    components = Components(parts.between_sd, within, run_drift)
+    return Comparison(
+        ratio, *ci, p_value, decided, threshold, "worker", workers, reason, components, needed
+    )
+
+
+def _within_process(
+    baseline: Samples,
+    candidate: Samples,
+    *,
+    threshold: float,
+    alpha: float,
+    seed: int,
+    workers: tuple[int, int],
+) -> Comparison:
+    ci = bootstrap_ratio_ci(baseline, candidate, confidence=1 - alpha, seed=seed)
+    equivalence = bootstrap_ratio_ci(baseline, candidate, confidence=1 - 2 * alpha, seed=seed)
+    pooled_b, pooled_c = _pooled(baseline), _pooled(candidate)
+    ratio = _median(pooled_c) / _median(pooled_b)
+    p_value = mann_whitney_p(pooled_b, pooled_c)
+    significant = p_value < alpha and not ci[0] <= 1.0 <= ci[1]
+    decided = judge(significant, ratio, ci, equivalence, threshold)
+    components = Components(0.0, within_worker_sd([*baseline, *candidate]))
+    return Comparison(
+        ratio, *ci, p_value, decided, threshold, "block", workers, components=components
+    )
 
 
 def geometric_mean(ratios: Sequence[float]) -> float:
