@@ -29,10 +29,12 @@ LAYERS = {
     "inprocess": 6,
     "behave": 6,
     "claimcheck": 7,
+    "ab": 7,
     "commands": 8,
     "cli_parsers": 9,
     "cli": 10,
     "__main__": 11,
+    "ab_worker": 11,
 }
 
 

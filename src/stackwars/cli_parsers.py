@@ -188,6 +188,13 @@ def add_results_commands(subparsers: Subparsers) -> None:
     )
     _add_verdict_options(compare)
     _add_gate_options(compare)
+    compare.add_argument(
+        "--run-drift",
+        type=float,
+        metavar="PCT",
+        help="run-to-run standard deviation added when the sides are separate runs (default: "
+        "the value measured here, docs/results.md); 0 trusts the runs' own workers",
+    )
     history = subparsers.add_parser(
         "history", help="stored results of one workload on one stack over time, with steps"
     )
@@ -269,12 +276,67 @@ def _add_gate_options(parser: argparse.ArgumentParser) -> None:
         help="a cell ok in the baseline and failed or absent in the candidate does not fail "
         "the gate (it is still listed)",
     )
-    parser.add_argument(
-        "--run-drift",
+
+
+def add_ab(subparsers: Subparsers) -> None:
+    ab = subparsers.add_parser(
+        "ab",
+        help="baseline and candidate alternately in one session, until every cell is decided "
+        "(the regression gate)",
+        description=(
+            "Run the same cells as baseline and candidate in alternating rounds (one fresh "
+            "worker per cell and side a round, ABBA order), and compare after each round from "
+            "--min-rounds on, until every cell is decided, --max-rounds, or --time-budget. "
+            "The sides differ by their Python (--baseline-python: another venv with other "
+            "framework versions and this stackwars), environment variables (--candidate-env) "
+            "or stackwars run options (--candidate-options). Every round's run file is kept "
+            "in --out. Exit 1 when the gate fails (--fail-above, --fail-memory-above)."
+        ),
+        epilog=(
+            "example: stackwars ab --candidate-env XLA_FLAGS=--xla_cpu_use_thunk_runtime=false "
+            "--fail-above 5 -- --workload gemm --param n=512 --stacks jax:jit"
+        ),
+    )
+    for side in ("baseline", "candidate"):
+        ab.add_argument(
+            f"--{side}-python", metavar="PYTHON", default="", help=f"the {side}'s Python"
+        )
+        ab.add_argument(
+            f"--{side}-env",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help=f"an environment variable of the {side}'s rounds (repeat for more)",
+        )
+        ab.add_argument(
+            f"--{side}-options",
+            default="",
+            metavar="TEXT",
+            help=f"stackwars run options of the {side} only, as one quoted string",
+        )
+    ab.add_argument("--min-rounds", type=int, default=3, help="rounds before the first look (3)")
+    ab.add_argument("--max-rounds", type=int, default=10, help="rounds at most (10)")
+    ab.add_argument(
+        "--time-budget", type=float, default=900.0, metavar="S", help="seconds at most (900)"
+    )
+    ab.add_argument(
+        "--out", metavar="DIR", help="folder for the rounds (default ./stackwars-ab/TIME)"
+    )
+    ab.add_argument("--markdown", metavar="PATH", help="also write the comparison as Markdown")
+    ab.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    _add_threshold(ab)
+    ab.add_argument(
+        "--fail-above",
         type=float,
         metavar="PCT",
-        help="run-to-run standard deviation added when the sides are separate runs (default: "
-        "the value measured here, docs/results.md); 0 trusts the runs' own workers",
+        help="exit 1 when a cell is significantly slower and its change above PCT percent",
+    )
+    _add_gate_options(ab)
+    ab.add_argument(
+        "run_options",
+        nargs=argparse.REMAINDER,
+        metavar="-- RUN_OPTIONS",
+        help="after --: the stackwars run options both sides share (cells, budgets)",
     )
 
 

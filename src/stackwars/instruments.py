@@ -1,5 +1,6 @@
 """The service layer's instruments besides runs: the machine's warnings and peak, IR capture,
-the selftest and the BLAS probe. Part of the service layer (``api.py`` re-exports every name
+the selftest, the BLAS probe, and the side worker of an A/B session (re-exported from
+``runner/sides.py``). Part of the service layer (``api.py`` re-exports every name
 here): typed arguments in, data out, nothing printed; each starts its workers through
 ``runner/child.py``.
 """
@@ -20,9 +21,10 @@ from stackwars.results.peak import Peak, load_peak, save_peak, stale_reason
 from stackwars.results.run import Run
 from stackwars.results.selftest import StackResult
 from stackwars.runner import session
-from stackwars.runner.child import Limits, run_child
+from stackwars.runner.child import Interpreter, Limits, run_child  # noqa: F401  (re-export)
 from stackwars.runner.peak import measure_peak
 from stackwars.runner.protocol import CellSpec
+from stackwars.runner.sides import run_side, side_version  # noqa: F401  (re-exported)
 
 IR_TIMEOUT_S = 600.0
 # A stack takes seconds; torch.compile's cold compiles make it about half a minute on 2 cores.

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 
 from stackwars.commands import (
+    ab,
     behave,
     claims,
     compare,
@@ -37,6 +38,7 @@ HANDLERS: dict[str, Handler] = {
     "claims": claims.claims,
     "claim": claims.claim,
     "report": report.report,
+    "ab": ab.ab_command,
 }
 
 

@@ -23,7 +23,13 @@ from dataclasses import dataclass
 
 from stackwars.results.machines import mixed_machines
 from stackwars.results.schema import Cell
-from stackwars.timing.compare import INCONCLUSIVE, Comparison, compare, geometric_mean
+from stackwars.timing.compare import (
+    DEFAULT_ALPHA,
+    INCONCLUSIVE,
+    Comparison,
+    compare,
+    geometric_mean,
+)
 
 Key = tuple[str, str, str, str, bool]
 
@@ -86,6 +92,7 @@ def _row(
     *,
     within_process: bool,
     run_drift: float,
+    alpha: float = DEFAULT_ALPHA,
 ) -> ComparisonRow:
     failed = [c for c in base + cand if not _ok(c)]
     if failed:
@@ -98,6 +105,7 @@ def _row(
         threshold=threshold,
         within_process=within_process,
         run_drift=run_drift,
+        alpha=alpha,
     )
     base_median = _pooled_median(base)
     mixed = mixed_machines(base + cand)
@@ -158,6 +166,8 @@ def compare_runs(
     threshold: float,
     within_process: bool = False,
     run_drift: float = 0.0,
+    *,
+    alpha: float = DEFAULT_ALPHA,
 ) -> list[ComparisonRow]:
     """The cells both sides measured, baseline first (each side the cells of one or more
     runs, pooled by cell); cells on one side only are noted, and a baseline cell missing from
@@ -169,7 +179,7 @@ def compare_runs(
             rows.append(
                 _row(
                     label(cells[0]), cells, cand[key], threshold,
-                    within_process=within_process, run_drift=run_drift,
+                    within_process=within_process, run_drift=run_drift, alpha=alpha,
                 )
             )  # fmt: skip
             continue

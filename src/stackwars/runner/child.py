@@ -16,7 +16,8 @@ History of PROTOCOL_VERSION:
 
 * 1 (2026-11-22): the timing worker's Request, unchecked; other workers had their own formats.
 * 2 (2026-11-23): one envelope for every worker kind (timing, ir, selftest, peak, blas),
-  checked by the worker.
+  checked by the worker. (2026-11-25) kind ``side``: one side's round of ``stackwars ab``,
+  possibly under another Python; the envelope is unchanged.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,28 @@ class ChildEnd:
         return self.status == "ok"
 
 
+@dataclass(frozen=True)
+class Interpreter:
+    """Which Python starts a worker (another virtual environment's, for an A/B session whose
+    sides differ by installed versions) and the variables added to this process's
+    environment for it."""
+
+    python: str = ""  # "" is sys.executable
+    environment: Mapping[str, str] = field(default_factory=dict)
+
+    def argv(self, module: str, *paths: Path) -> list[str]:
+        return [self.python or sys.executable, "-m", module, *map(str, paths)]
+
+    def env(self) -> dict[str, str] | None:
+        return {**os.environ, **self.environment} if self.environment else None
+
+
+@dataclass(frozen=True)
+class _How:
+    on_progress: Listener | None
+    interpreter: Interpreter
+
+
 def run_child(
     module: str,
     kind: str,
@@ -78,14 +101,18 @@ def run_child(
     *,
     scratch: Path | None = None,
     on_progress: Listener | None = None,
+    interpreter: Interpreter | None = None,
 ) -> ChildEnd:
     """Run worker ``module`` on ``request`` in a fresh process under ``limits``. ``scratch``
     (a folder the caller keeps, e.g. for caches the request names) defaults to a temporary
-    folder removed afterwards; ``on_progress`` hears what the worker reports it is doing."""
+    folder removed afterwards; ``on_progress`` hears what the worker reports it is doing;
+    ``interpreter`` runs it with another Python or extra environment variables (this one's,
+    as it is, by default)."""
+    how = _How(on_progress, interpreter or Interpreter())
     if scratch is not None:
-        return _run_in(scratch, module, kind, request, limits, on_progress=on_progress)
+        return _run_in(scratch, module, kind, request, limits, how=how)
     with tempfile.TemporaryDirectory(prefix=f"stackwars-{kind}-") as folder:
-        return _run_in(Path(folder), module, kind, request, limits, on_progress=on_progress)
+        return _run_in(Path(folder), module, kind, request, limits, how=how)
 
 
 def _run_in(
@@ -95,7 +122,7 @@ def _run_in(
     request: Mapping[str, Any],
     limits: Limits,
     *,
-    on_progress: Listener | None,
+    how: _How,
 ) -> ChildEnd:
     request_path, result_path = folder / "request.json", folder / "result.json"
     envelope = {
@@ -108,7 +135,8 @@ def _run_in(
     output_path = folder / "output.txt"
     with output_path.open("wb") as output:
         popen = subprocess.Popen(
-            [sys.executable, "-m", module, str(request_path), str(result_path)],
+            how.interpreter.argv(module, request_path, result_path),
+            env=how.interpreter.env(),
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
@@ -116,7 +144,7 @@ def _run_in(
             cwd=folder,
         )
         try:
-            end = _watch(popen, limits, _ProgressReader(folder / PROGRESS_FILE, on_progress))
+            end = _watch(popen, limits, _ProgressReader(folder / PROGRESS_FILE, how.on_progress))
         finally:
             # Whatever interrupted the parent, no worker is left running.
             if popen.poll() is None:

@@ -1,0 +1,75 @@
+"""``stackwars ab -- RUN_OPTIONS``: an interleaved A/B session and its gate (``ab.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shlex
+from pathlib import Path
+
+from stackwars import ab
+from stackwars.config import default_memory_budget
+from stackwars.errors import UsageError
+from stackwars.instruments import Interpreter
+from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
+from stackwars.report.console import report_console
+from stackwars.results.comparison import Gate, gate_failures
+from stackwars.results.jsonio import write_atomically
+
+EXIT_GATE = 1
+
+
+def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
+    session = session_of(args)
+    console = report_console()
+    console.print(f"A/B session in {session.out_dir} (each round's run file is kept there)")
+    outcome = ab.run_session(session, console.print, ab.default_clock)
+    title = (
+        f"candidate against baseline: {outcome.rounds} rounds, {outcome.elapsed_s:.0f} s, "
+        f"{outcome.stopped} (threshold {args.threshold:g}%, alpha {session.alpha:.3g} a look)"
+    )
+    for part in comparison_report(outcome.rows, title, session.gate):
+        console.print(part)
+    console.print(f"stackwars versions: {outcome.versions}")
+    console.print(f"again, from the files: {ab.compare_command(outcome.files)}")
+    if args.markdown:
+        markdown = comparison_markdown(outcome.rows, title, session.gate)
+        Path(args.markdown).write_text(markdown, encoding="utf-8")
+    if args.json:
+        data = comparison_json(outcome.rows, session.gate)
+        data["session"] = {"rounds": outcome.rounds, "elapsed_s": outcome.elapsed_s}
+        data["session"] |= {"stopped": outcome.stopped, "alpha_per_look": session.alpha}
+        write_atomically(Path(args.json), json.dumps(data, indent=1))
+    return EXIT_GATE if gate_failures(outcome.rows, session.gate) else 0
+
+
+def session_of(args: argparse.Namespace) -> ab.Session:
+    options = list(args.run_options)
+    if options[:1] == ["--"]:
+        options = options[1:]
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return ab.Session(
+        run_options=tuple(options),
+        baseline=side_of(args, "baseline"),
+        candidate=side_of(args, "candidate"),
+        out_dir=Path(args.out or Path("stackwars-ab") / stamp),
+        threshold=args.threshold / 100,
+        gate=Gate(args.fail_above, args.fail_memory_above, args.allow_failures),
+        min_rounds=args.min_rounds,
+        max_rounds=args.max_rounds,
+        time_budget_s=args.time_budget,
+        memory_budget=default_memory_budget(),
+    )
+
+
+def side_of(args: argparse.Namespace, name: str) -> ab.Side:
+    environment = {}
+    for item in getattr(args, f"{name}_env"):
+        key, equals, value = item.partition("=")
+        if not equals or not key:
+            raise UsageError(f"--{name}-env {item!r} must be NAME=VALUE")
+        environment[key] = value
+    python = getattr(args, f"{name}_python")
+    options = tuple(shlex.split(getattr(args, f"{name}_options")))
+    return ab.Side(name, Interpreter(python, environment), options)
