@@ -32,7 +32,7 @@ def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
     for part in comparison_report(outcome.rows, title, session.gate):
         console.print(part)
     console.print(f"stackwars versions: {outcome.versions}")
-    console.print(f"again, from the files: {ab.compare_command(outcome.files)}")
+    console.print(f"again, from the files: {ab.compare_command(outcome.files)}", soft_wrap=True)
     if args.markdown:
         markdown = comparison_markdown(outcome.rows, title, session.gate)
         Path(args.markdown).write_text(markdown, encoding="utf-8")

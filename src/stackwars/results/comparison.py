@@ -80,7 +80,10 @@ def _broken(base: list[Cell], cand: list[Cell]) -> str:
     if not failed:
         return ""
     first = failed[0]
-    reason = f": {first.reason.splitlines()[0]}" if first.reason else ""
+    lines = first.reason.strip().splitlines()
+    # A traceback's last line names the exception; other reasons lead with their point.
+    line = lines[-1] if lines and lines[0].startswith("Traceback") else lines[0] if lines else ""
+    reason = f": {line}" if line else ""
     return f"ok in the baseline, {first.status} in the candidate{reason}"
 
 

@@ -1,0 +1,99 @@
+"""A GEMM with a regression injected through environment variables, for the gate's tests and
+its power benchmark (benchmarks/power/power_gate.py). Written the way the README's "Your own
+workloads" shows.
+
+* ``REGRESS_EXTRA=F``: the function computes the first ``F * n`` rows of the product twice
+  (a real, proportional slowdown of about ``F``, in every framework's own code path).
+* ``REGRESS_FAIL=1``: building the function raises (the cell ends ``error``).
+* ``REGRESS_HOLD_MB=M``: the function keeps ``M`` MiB more alive while it runs (a memory
+  regression).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from stackwars.workloads import Param, Work, Workload, register
+
+
+def inputs(params: dict[str, Any], seed: int) -> tuple[Any, ...]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = params["n"]
+    return tuple(rng.standard_normal((n, n)).astype("float32") for _ in range(2))
+
+
+def reference(params: dict[str, Any], xs: tuple[Any, ...]) -> Any:
+    return xs[0].astype("float64") @ xs[1].astype("float64")
+
+
+def _extra_rows(n: int) -> int:
+    if os.environ.get("REGRESS_FAIL"):
+        raise RuntimeError("REGRESS_FAIL is set: this candidate is broken on purpose")
+    return round(n * float(os.environ.get("REGRESS_EXTRA", "0")))
+
+
+def _held() -> Any:
+    import numpy as np
+
+    megabytes = int(os.environ.get("REGRESS_HOLD_MB", "0"))
+    return np.ones(megabytes * 2**18, dtype=np.float32) if megabytes else None
+
+
+def numpy_impl(params: dict[str, Any]) -> Any:
+    extra, held = _extra_rows(params["n"]), _held()
+
+    def gemm(a: Any, b: Any) -> Any:
+        out = a @ b
+        if extra:
+            out[:extra] = a[:extra] @ b
+        return out
+
+    gemm.held = held  # type: ignore[attr-defined]  # alive as long as the function
+    return gemm
+
+
+def torch_impl(params: dict[str, Any]) -> Any:
+    import torch
+
+    extra, held = _extra_rows(params["n"]), _held()
+
+    def gemm(a: Any, b: Any) -> Any:
+        out = a @ b
+        if extra:
+            out = torch.cat([a[:extra] @ b, out[extra:]])
+        return out
+
+    gemm.held = held  # type: ignore[attr-defined]
+    return gemm
+
+
+def jax_impl(params: dict[str, Any]) -> Any:
+    import jax.numpy as jnp
+
+    extra, held = _extra_rows(params["n"]), _held()
+
+    def gemm(a: Any, b: Any) -> Any:
+        out = a @ b
+        if extra:
+            out = jnp.concatenate([a[:extra] @ b, out[extra:]])
+        return out
+
+    gemm.held = held  # type: ignore[attr-defined]
+    return gemm
+
+
+register(
+    Workload(
+        name="regressed-gemm",
+        description="GEMM n×n, float32; REGRESS_EXTRA computes a fraction of its rows twice",
+        params=(Param("n", int, 512, "matrix size", minimum=1),),
+        make_inputs=inputs,
+        reference=reference,
+        work=lambda params: Work(flops=2 * params["n"] ** 3, bytes=12 * params["n"] ** 2),
+        memory_bytes=lambda params: 16 * params["n"] ** 2,
+        implementations={"numpy": numpy_impl, "torch": torch_impl, "jax": jax_impl},
+    )
+)

@@ -1,0 +1,156 @@
+"""The regression gate: what settles a cell in an A/B session, and real failing cells that
+must fail ``compare`` and ``ab`` (a broken candidate never passes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stackwars import ab
+from stackwars.errors import UsageError
+from stackwars.results.comparison import ComparisonRow, Gate
+from stackwars.timing.compare import (
+    EQUIVALENT,
+    SLOWER_UNSURE,
+    UNDECIDED,
+    Comparison,
+)
+
+REGRESSED = Path(__file__).resolve().parents[1] / "benchmarks" / "power" / "regressed_gemm.py"
+CELL = ["--workload-file", str(REGRESSED), "--workload", "regressed-gemm", "--param", "n=48"]
+QUICK = ["--stacks", "numpy:eager", "--budget", "0.05"]
+TWO_SIZES = ["--workload-file", str(REGRESSED), "--workload", "regressed-gemm"]
+TWO_SIZES += ["--param", "n=32,48"]
+
+
+def row(verdict: str, ratio: float, low: float, high: float, note: str = "") -> ComparisonRow:
+    result = Comparison(ratio, low, high, 0.01, verdict, 0.05, workers=(3, 3))
+    return ComparisonRow("cell", 1.0, ratio, result, note)
+
+
+def test_a_cell_is_settled_when_it_fails_or_is_shown_within_the_limit() -> None:
+    gate = Gate(fail_above=5)
+    assert ab.settled(row(SLOWER_UNSURE, 1.12, 1.02, 1.25), gate)  # fails: decided
+    assert ab.settled(row(EQUIVALENT, 1.0, 0.98, 1.03), gate)
+    assert ab.settled(row(UNDECIDED, 0.97, 0.9, 1.04), gate)  # cannot be 5 % slower
+    assert not ab.settled(row(UNDECIDED, 1.03, 0.95, 1.12), gate)
+    assert not ab.settled(row(SLOWER_UNSURE, 1.03, 1.01, 1.08), gate)  # may pass 5 %
+    assert ab.settled(ComparisonRow("cell", None, None, None, "not comparable"), gate)
+
+
+def test_without_a_gate_a_cell_is_settled_by_a_verdict_that_is_sure() -> None:
+    assert ab.settled(row(EQUIVALENT, 1.0, 0.98, 1.03), Gate())
+    assert not ab.settled(row(UNDECIDED, 1.03, 0.95, 1.12), Gate())
+    assert not ab.settled(row(SLOWER_UNSURE, 1.08, 1.01, 1.2), Gate())
+
+
+def test_a_session_refuses_options_it_sets_itself(tmp_path: Path) -> None:
+    session = ab.Session(("--repeat", "3"), ab.Side("baseline"), ab.Side("candidate"), tmp_path)
+    with pytest.raises(UsageError, match="--repeat is set by 'stackwars ab'"):
+        ab.check(session)
+    rounds = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), tmp_path, max_rounds=1)
+    with pytest.raises(UsageError, match="need 2 <= min <= max"):
+        ab.check(rounds)
+
+
+def test_looks_share_alpha() -> None:
+    session = ab.Session((), ab.Side("b"), ab.Side("c"), Path(), min_rounds=3, max_rounds=10)
+    assert session.looks == 8 and session.alpha == pytest.approx(0.05 / 8)
+
+
+def stackwars(
+    *argv: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, **(env or {})}
+    command = [sys.executable, "-m", "stackwars", *argv]
+    return subprocess.run(
+        command, check=False, cwd=cwd, env=environment, capture_output=True, text=True
+    )
+
+
+def measured(
+    tmp_path: Path,
+    name: str,
+    *extra: str,
+    cells: list[str] = CELL,
+    env: dict[str, str] | None = None,
+) -> Path:
+    path = tmp_path / f"{name}.json"
+    argv = ["run", *cells, *QUICK, *extra, "--json", str(path), "--db", str(tmp_path / "db.sqlite")]
+    done = stackwars(*argv, "--quiet", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+@pytest.mark.slow
+def test_a_broken_or_missing_candidate_cell_fails_the_gate(tmp_path: Path) -> None:
+    base = measured(tmp_path, "base", cells=TWO_SIZES)
+    broken = measured(tmp_path, "broken", cells=TWO_SIZES, env={"REGRESS_FAIL": "1"})
+    done = stackwars("compare", str(base), str(broken), "--fail-above", "5", cwd=tmp_path)
+    assert done.returncode == 1
+    out = " ".join(done.stdout.split())
+    assert "BROKEN: regressed-gemm(n=48) numpy:eager @ cpu: ok in the baseline, error" in out
+    assert "REGRESS_FAIL is set" in out
+    allowed = ["--fail-above", "5", "--allow-failures"]
+    assert stackwars("compare", str(base), str(broken), *allowed, cwd=tmp_path).returncode == 0
+    fewer = measured(tmp_path, "fewer")
+    done = stackwars("compare", str(base), str(fewer), "--fail-above", "5", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "regressed-gemm(n=32) numpy:eager @ cpu" in done.stdout
+    assert "absent from the candidate" in " ".join(done.stdout.split())
+
+
+@pytest.mark.slow
+def test_a_memory_regression_fails_its_own_limit(tmp_path: Path) -> None:
+    base = measured(tmp_path, "base", "--repeat", "3")
+    heavy = measured(tmp_path, "heavy", "--repeat", "3", env={"REGRESS_HOLD_MB": "400"})
+    argv = ["compare", str(base), str(heavy), "--fail-memory-above", "20"]
+    done = stackwars(*argv, "--json", str(tmp_path / "c.json"), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout
+    assert "MEMORY above 20%: regressed-gemm(n=48) numpy:eager @ cpu: peak RSS" in " ".join(
+        done.stdout.split()
+    )
+    (written,) = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))["rows"]
+    (change,) = [m for m in written["memory"] if m["what"] == "peak RSS"]
+    assert change["candidate_bytes"] - change["baseline_bytes"] > 300 * 2**20
+    assert stackwars("compare", str(base), str(heavy), cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.slow
+def test_an_ab_session_stops_when_a_large_regression_is_decided(tmp_path: Path) -> None:
+    argv = ["ab", "--candidate-env", "REGRESS_EXTRA=3", "--fail-above", "5"]
+    argv += ["--out", str(tmp_path / "s"), "--json", str(tmp_path / "ab.json")]
+    done = stackwars(*argv, "--", *CELL, *QUICK, cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    assert "REGRESSION above 5%: regressed-gemm(n=48) numpy:eager" in out
+    session = json.loads((tmp_path / "ab.json").read_text(encoding="utf-8"))["session"]
+    assert session["rounds"] < 10 and session["stopped"] == "every cell decided"
+    assert sorted(p.name for p in (tmp_path / "s").glob("*.json"))[:2] == [
+        "baseline-01.json",
+        "baseline-02.json",
+    ]
+    again = out.split("again, from the files: ")[1].split()
+    assert stackwars(*again[1:], "--fail-above", "5", cwd=tmp_path).returncode == 1
+
+
+@pytest.mark.slow
+def test_an_ab_session_fails_a_broken_candidate_and_says_why(tmp_path: Path) -> None:
+    argv = ["ab", "--candidate-env", "REGRESS_FAIL=1", "--fail-above", "5"]
+    done = stackwars(*argv, "--out", str(tmp_path / "s"), "--", *CELL, *QUICK, cwd=tmp_path)
+    assert done.returncode == 1
+    assert "BROKEN" in done.stdout and "3 rounds" in " ".join(done.stdout.split())
+
+
+@pytest.mark.slow
+def test_a_python_without_stackwars_is_refused_with_the_fix(tmp_path: Path) -> None:
+    bare = Path(sys.base_prefix) / "bin" / "python3"
+    argv = ["ab", "--baseline-python", str(bare), "--", *CELL, *QUICK]
+    done = stackwars(*argv, "--out", str(tmp_path / "s"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "cannot run a stackwars worker" in done.stderr and "pip install -e" in done.stderr
