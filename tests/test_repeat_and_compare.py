@@ -11,6 +11,7 @@ import pytest
 
 from stackwars.cli import main
 from stackwars.errors import ParameterError
+from stackwars.report.table import build_tables
 from stackwars.results import store
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.run import Run, now
@@ -218,3 +219,19 @@ def test_history_flags_a_step_and_not_the_noise(
         )
         == 2
     )
+
+
+def test_workers_that_land_at_different_speeds_are_flagged_in_the_table() -> None:
+    """jax:jit SELU 2000² here: about 1.1 ms in some processes, 4.6 ms in others."""
+    bimodal = [
+        measured("jax:jit", center, repeat=i, seed=i)
+        for i, center in enumerate((1.1e-3, 4.6e-3, 1.1e-3))
+    ]
+    (merged,) = merge_repeats(bimodal)
+    assert re.search(r"spread 3[12]\d%", merged.settings["workers_disagree"])
+    assert any(w.startswith("unstable across workers: worker medians") for w in merged.warnings)
+    (table,) = build_tables([merged])
+    assert "≋" in str(table.rows[0].values) and any("disagree" in n for n in table.notes)
+    close = [measured("jax:jit", 1e-3 * (1 + i / 100), repeat=i, seed=i) for i in range(3)]
+    (steady,) = merge_repeats(close)
+    assert "workers_disagree" not in steady.settings

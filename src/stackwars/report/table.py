@@ -41,6 +41,11 @@ COLUMNS = (
 _PARITY = COLUMNS.index("Parity") - 1  # index into Row.values, which has no Stack column
 UNSTABLE_MARK = "~"
 UNSTABLE_NOTE = f"{UNSTABLE_MARK} not stable: CI target not reached within the time budget"
+DISAGREE_MARK = "≋"
+DISAGREE_NOTE = (
+    f"{DISAGREE_MARK} fresh workers disagree far beyond their own intervals (bimodal across "
+    "processes?): see the cell's warnings"
+)
 TERMINAL_REASON_CHARS = 60
 NO_PEAK_NOTE = "Roofline: measure this machine's limits once with 'stackwars env --peak'"
 OTHER_MACHINE_NOTE = "Roofline: the stored peak was measured on another machine than these cells'"
@@ -198,6 +203,8 @@ def _notes(cells: list[Cell], baseline: Cell | None) -> tuple[str, ...]:
         )
     if any(cell.status == "ok" and not cell.steady.stable for cell in cells):
         notes.append(UNSTABLE_NOTE)
+    if any(cell.settings.get("workers_disagree") for cell in cells):
+        notes.append(DISAGREE_NOTE)
     timed = [cell for cell in cells if cell.status == "ok"]
     if any("merged_workers" not in cell.settings for cell in timed):
         notes.append(WITHIN_PROCESS_NOTE)
@@ -252,6 +259,8 @@ def format_steady(cell: Cell) -> str:
     if steady.ci95_low_s is not None and steady.ci95_high_s is not None and steady.median_s > 0:
         half = (steady.ci95_high_s - steady.ci95_low_s) / 2 / steady.median_s * 100
         text += f" ± {_percent(half)}"
+    if cell.settings.get("workers_disagree"):
+        text = f"{DISAGREE_MARK}{text}"
     return text if steady.stable else f"{UNSTABLE_MARK}{text}"
 
 

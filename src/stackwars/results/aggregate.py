@@ -10,13 +10,21 @@ are workers that ran on different machines (a Ray cluster's nodes): they are nev
 from __future__ import annotations
 
 import copy
+import math
 import statistics
 from collections.abc import Iterable
 
 from stackwars.results.machines import machine_of
 from stackwars.results.schema import Cell
-from stackwars.timing.compare import bootstrap_median_ci
+from stackwars.timing.compare import bootstrap_median_ci, within_worker_sd
 from stackwars.timing.stats import summarize
+
+# Workers disagree when their medians spread by more than DISAGREE_SPREAD and by more than
+# DISAGREE_FACTOR times what each worker's own blocks allow: the cell has more than one speed
+# across processes (jax:jit SELU 2000² lands near 1.1 ms or 4.6 ms here), and one worker's
+# confident number would be an accident of which one ran.
+DISAGREE_SPREAD = 0.10
+DISAGREE_FACTOR = 10.0
 
 TIME_FIELDS = (
     "import_s",
@@ -72,7 +80,29 @@ def _merge(workers: list[Cell]) -> Cell:
     cell.settings["merged_workers"] = len(workers)
     cell.warnings = sorted({w for worker in workers for w in worker.warnings})
     cell.warnings.append(_spread_note(workers))
+    disagreement = workers_disagree(samples)
+    if disagreement:
+        cell.settings["workers_disagree"] = disagreement
+        cell.warnings.append(f"unstable across workers: {disagreement}")
     return cell
+
+
+def workers_disagree(samples: list[list[float]]) -> str:
+    """Why fresh workers' medians disagree far beyond their own intervals ('' when not)."""
+    medians = sorted(statistics.median(worker) for worker in samples if worker)
+    if len(medians) < 2 or medians[0] <= 0 or medians[-1] / medians[0] - 1 <= DISAGREE_SPREAD:
+        return ""
+    logs = [math.log(m) for m in medians]
+    between = statistics.stdev(logs)
+    within = within_worker_sd(samples)
+    if within > 0 and between < DISAGREE_FACTOR * within:
+        return ""
+    listed = ", ".join(f"{m * 1e3:.4g} ms" for m in medians)
+    return (
+        f"worker medians {listed}: spread {medians[-1] / medians[0] - 1:.0%}, each worker's own "
+        f"median known to ±{within * 196:.1f}%; processes land at different speeds (bimodal?), "
+        "run more workers (--repeat) before trusting one number"
+    )
 
 
 def _median_phases(breakdowns: list[dict[str, float]]) -> dict[str, float]:
