@@ -2,8 +2,10 @@
 its power benchmark (benchmarks/power/power_gate.py). Written the way the README's "Your own
 workloads" shows.
 
-* ``REGRESS_EXTRA=F``: the function computes the first ``F * n`` rows of the product twice
-  (a real, proportional slowdown of about ``F``, in every framework's own code path).
+* parameter ``extra=F`` (or ``REGRESS_EXTRA=F``, added to it): the function computes the
+  first ``F * n`` rows of the product twice (a real, proportional slowdown of about ``F``, in
+  every framework's own code path). As a parameter, several sizes of regression run in one
+  interleaved run (the power benchmark); as a variable, the cell stays the same cell (A/B).
 * ``REGRESS_FAIL=1``: building the function raises (the cell ends ``error``).
 * ``REGRESS_HOLD_MB=M``: the function keeps ``M`` MiB more alive while it runs (a memory
   regression).
@@ -29,10 +31,11 @@ def reference(params: dict[str, Any], xs: tuple[Any, ...]) -> Any:
     return xs[0].astype("float64") @ xs[1].astype("float64")
 
 
-def _extra_rows(n: int) -> int:
+def _extra_rows(params: dict[str, Any]) -> int:
     if os.environ.get("REGRESS_FAIL"):
         raise RuntimeError("REGRESS_FAIL is set: this candidate is broken on purpose")
-    return round(n * float(os.environ.get("REGRESS_EXTRA", "0")))
+    fraction = params["extra"] + float(os.environ.get("REGRESS_EXTRA", "0"))
+    return round(params["n"] * fraction)
 
 
 def _held() -> Any:
@@ -43,7 +46,7 @@ def _held() -> Any:
 
 
 def numpy_impl(params: dict[str, Any]) -> Any:
-    extra, held = _extra_rows(params["n"]), _held()
+    extra, held = _extra_rows(params), _held()
 
     def gemm(a: Any, b: Any) -> Any:
         out = a @ b
@@ -58,7 +61,7 @@ def numpy_impl(params: dict[str, Any]) -> Any:
 def torch_impl(params: dict[str, Any]) -> Any:
     import torch
 
-    extra, held = _extra_rows(params["n"]), _held()
+    extra, held = _extra_rows(params), _held()
 
     def gemm(a: Any, b: Any) -> Any:
         out = a @ b
@@ -73,7 +76,7 @@ def torch_impl(params: dict[str, Any]) -> Any:
 def jax_impl(params: dict[str, Any]) -> Any:
     import jax.numpy as jnp
 
-    extra, held = _extra_rows(params["n"]), _held()
+    extra, held = _extra_rows(params), _held()
 
     def gemm(a: Any, b: Any) -> Any:
         out = a @ b
@@ -89,7 +92,10 @@ register(
     Workload(
         name="regressed-gemm",
         description="GEMM n×n, float32; REGRESS_EXTRA computes a fraction of its rows twice",
-        params=(Param("n", int, 512, "matrix size", minimum=1),),
+        params=(
+            Param("n", int, 512, "matrix size", minimum=1),
+            Param("extra", float, 0.0, "fraction of rows computed twice", minimum=0.0),
+        ),
         make_inputs=inputs,
         reference=reference,
         work=lambda params: Work(flops=2 * params["n"] ** 3, bytes=12 * params["n"] ** 2),
