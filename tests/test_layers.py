@@ -28,13 +28,14 @@ LAYERS = {
     "api": 6,
     "inprocess": 6,
     "behave": 6,
-    "claimcheck": 7,
+    "adaptive": 7,
     "ab": 7,
-    "commands": 8,
-    "cli_parsers": 9,
-    "cli": 10,
-    "__main__": 11,
-    "ab_worker": 11,
+    "claimcheck": 8,
+    "commands": 9,
+    "cli_parsers": 10,
+    "cli": 11,
+    "__main__": 12,
+    "ab_worker": 12,
 }
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import fnmatch
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stackwars import api, workloads
+from stackwars import adaptive, api, workloads
 from stackwars.claims.files import builtin_sets, load_file
 from stackwars.claims.line import to_line
 from stackwars.claims.spec import COUNT, CROSSOVER, Claim, Side
@@ -156,9 +157,39 @@ def prepare(
     return ClaimCheck(list(claims), planned, list(ir.values()), skipped)
 
 
-def measure(prepared: ClaimCheck, results: Store, reporter: Reporter) -> Run:
-    """Run the planned cells (each stored as it ends), like any run."""
-    return api.execute(prepared.planned, results, reporter)
+def measure(
+    prepared: ClaimCheck,
+    results: Store,
+    reporter: Reporter,
+    settings: adaptive.Adaptive | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Run:
+    """Run the planned cells (each stored as it ends), like any run; with ``settings``
+    (``--repeat auto``), then add workers to the cells of undecided claims (adaptive.py)."""
+    if settings is None:
+        return api.execute(prepared.planned, results, reporter)
+    wanting = undecided_cells(prepared, settings.max_workers)
+    return adaptive.grow(
+        prepared.planned, results, reporter, wanting, settings=settings, clock=clock
+    )
+
+
+def undecided_cells(prepared: ClaimCheck, max_workers: int) -> adaptive.Wanting:
+    """The cells of every claim still inconclusive that at most ``max_workers`` workers a side
+    would likely decide (the others are left: more workers would not answer them)."""
+
+    def wanting(record: Run) -> list[CellSpec]:
+        specs: dict[Key, CellSpec] = {}
+        for claim in prepared.claims:
+            if claim.id in prepared.unavailable or claim.statistic == "ir-lines":
+                continue
+            result = judge(claim, record.cells, {})
+            needed = result.workers_needed
+            if result.verdict == INCONCLUSIVE and needed is not None and needed <= max_workers:
+                specs.update((spec.key(), spec) for spec in cells_of(claim))
+        return list(specs.values())
+
+    return wanting
 
 
 def conclude(
@@ -234,6 +265,7 @@ def judge(
         note=claim.note,
         cells=tuple(dict.fromkeys(spec.label() for spec in specs)),
         workers=judgement.workers,
+        workers_needed=judgement.workers_needed,
     )
 
 

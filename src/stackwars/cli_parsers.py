@@ -84,10 +84,21 @@ def add_claims(subparsers: Subparsers) -> None:
 def _add_claim_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repeat",
-        type=int,
-        default=MIN_WORKERS,
-        metavar="N",
-        help=f"fresh workers per cell, interleaved ({MIN_WORKERS}, the fewest a verdict accepts)",
+        default="auto",
+        metavar="N|auto",
+        help=f"fresh workers per cell, interleaved; auto (the default): {MIN_WORKERS}, then one "
+        "more round at a time for the cells of claims still inconclusive that more workers "
+        "would likely decide, up to --max-workers and --time-budget",
+    )
+    parser.add_argument(
+        "--max-workers", type=int, default=10, metavar="N", help="with --repeat auto (10)"
+    )
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=1200.0,
+        metavar="S",
+        help="with --repeat auto: no round starts that would end past S seconds (1200)",
     )
     parser.add_argument(
         "--param",

@@ -8,7 +8,9 @@ compares the whole interval with the range the relation claims:
 
 * ``holds``: the interval lies inside the claimed range;
 * ``fails``: the interval lies wholly outside it;
-* ``inconclusive``: the interval straddles a bound of the range (or too few workers);
+* ``inconclusive``: the interval straddles a bound of the range (or too few workers); for a
+  factor, with the workers a side that would likely decide it (``Judgement.workers_needed``,
+  from the measured spread between workers: what ``claims --repeat auto`` adds workers for);
 * ``not checkable here``: decided before measuring, by the service layer (hardware, stack or
   memory this machine lacks), with the reason.
 """
@@ -22,7 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackwars.claims.spec import Relation
-from stackwars.timing.compare import MIN_WORKERS, Samples, compare
+from stackwars.timing.compare import (
+    DEFAULT_ALPHA,
+    MIN_WORKERS,
+    MOST_WORKERS_ESTIMATED,
+    Samples,
+    compare,
+    workers_to_separate,
+)
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_CHECKABLE = "holds", "fails", "inconclusive", "not checkable here"
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_CHECKABLE)
@@ -36,6 +45,7 @@ class Judgement:
     high: float | None = None
     reason: str = ""
     workers: tuple[int, int] = (0, 0)  # subject, baseline
+    workers_needed: int | None = None  # an inconclusive factor: workers a side likely to decide
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,7 @@ class ClaimResult:
     note: str
     cells: tuple[str, ...] = ()  # the cells it was judged from
     workers: tuple[int, int] = (0, 0)
+    workers_needed: int | None = None  # inconclusive: workers a side that would likely decide
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON holds it (lists, not tuples), so that a run in memory equals it stored."""
@@ -114,7 +125,19 @@ def judge_factor(subject: Samples, baseline: Samples, relation: Relation) -> Jud
     if min(workers) < MIN_WORKERS:
         return Judgement(INCONCLUSIVE, value, low, high, _too_few(workers), workers)
     verdict, why = against(relation, low, high)
-    return Judgement(verdict, value, low, high, why, workers)
+    if verdict != INCONCLUSIVE or result.components is None:
+        return Judgement(verdict, value, low, high, why, workers)
+    bound = relation.low if relation.low is not None and low < relation.low else relation.high
+    assert bound is not None  # an interval straddles a bound that exists
+    needed = workers_to_separate(
+        abs(math.log(value / bound)), result.components.between_workers, DEFAULT_ALPHA
+    )
+    why += (
+        f"; about {needed} workers a side would likely decide it"
+        if needed
+        else f"; the value is too close to it for {MOST_WORKERS_ESTIMATED} workers a side"
+    )
+    return Judgement(verdict, value, low, high, why, workers, needed)
 
 
 def judge_count(values: Sequence[float], relation: Relation) -> Judgement:

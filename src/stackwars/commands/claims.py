@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from stackwars import api, claimcheck
+from stackwars import adaptive, api, claimcheck
 from stackwars.claims.line import parse_line
 from stackwars.claims.spec import Claim, with_overrides
 from stackwars.claims.verdict import FAILS
@@ -16,6 +16,7 @@ from stackwars.report.claims import claims_markdown, claims_table, verdict_count
 from stackwars.report.console import report_console
 from stackwars.report.progress import Progress
 from stackwars.results.jsonio import write_atomically
+from stackwars.timing.compare import MIN_WORKERS
 
 EXIT_CLAIM_FAILS = 1
 
@@ -29,11 +30,15 @@ def claim(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _check(chosen: list[Claim], args: argparse.Namespace, argv: list[str]) -> int:
+    repeat = adaptive.parse_repeat(args.repeat)
+    settings = (
+        None if repeat else adaptive.Adaptive(MIN_WORKERS, args.max_workers, args.time_budget)
+    )
     measure = api.Measure(
         timeout_s=args.timeout,
         memory_budget=args.memory_budget,
         budget_s=args.budget,
-        repeat=args.repeat,
+        repeat=repeat or MIN_WORKERS,
         order_seed=args.order_seed,
     )
     prepared = claimcheck.prepare(with_overrides(chosen, args.param), measure, argv, args.label)
@@ -42,7 +47,7 @@ def _check(chosen: list[Claim], args: argparse.Namespace, argv: list[str]) -> in
         console.print(Text(f"warning: {warning}"))
     results = api.open_store(args.db)
     with Progress(total=len(prepared.planned.cells), quiet=args.quiet) as progress:
-        record = claimcheck.measure(prepared, results, progress)
+        record = claimcheck.measure(prepared, results, progress, settings)
 
     def note(text: str) -> None:
         if not args.quiet:

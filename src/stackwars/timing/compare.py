@@ -298,6 +298,17 @@ def workers_needed(
     return None
 
 
+def workers_to_separate(distance: float, between_sd: float, alpha: float) -> int | None:
+    """Workers per side whose 1 - alpha interval of a log ratio would, with 80 % probability,
+    keep clear of a bound ``distance`` (in logs) from the measured ratio (a claim's verdict);
+    None past ``MOST_WORKERS_ESTIMATED``."""
+    for n in range(MIN_WORKERS, MOST_WORKERS_ESTIMATED + 1):
+        se = math.sqrt(2 * between_sd**2 / n)
+        if (_t_quantile(1 - alpha / 2, 2 * n - 2) + PLANNING_POWER_Z) * se < distance:
+            return n
+    return None
+
+
 def within_worker_sd(samples: Samples) -> float:
     """How precisely a worker's own blocks fix its median: the standard error of the median of
     the log block times (1.2533 sd / sqrt(n) for a normal sample), the median over workers."""

@@ -1,0 +1,130 @@
+"""Adaptive sampling (``--repeat auto``): workers added where the variance is, until each
+question is answered or the time budget ends.
+
+Kalibera & Jones ("Rigorous Benchmarking in Reasonable Time", ISMM 2013) spend repetitions
+at the level where the variance is. Here the expensive level is the fresh worker (a process,
+its imports and compiles); blocks within a worker are cheap and the timer already stops them
+at its interval target. So a run starts with ``min_workers`` interleaved workers per cell,
+then asks which cells still need an answer (``Wanting``: for claims, those whose interval
+straddles the claimed bound and that more workers would likely decide; for a plain run, those
+whose interval across workers is still wider than the target), and measures one more round of
+only those cells, into the same run, until none is wanting, ``max_workers`` is reached, or the
+next round would pass ``time_budget_s``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from stackwars import api
+from stackwars.errors import UsageError
+from stackwars.results.run import Run
+from stackwars.results.schema import Cell
+from stackwars.results.store import Store
+from stackwars.runner import plan
+from stackwars.runner.protocol import CellSpec
+from stackwars.runner.session import Reporter
+from stackwars.timing.compare import MIN_WORKERS
+
+AUTO = "auto"
+# A plain run's target: the 95 % interval of the cell's time across workers within ±3 %
+# (the interval of the mean log worker median; the blocks' own target is --target-ci's).
+ACROSS_WORKERS_TARGET = 0.03
+
+Wanting = Callable[[Run], list[CellSpec]]
+
+
+@dataclass(frozen=True)
+class Adaptive:
+    min_workers: int = MIN_WORKERS
+    max_workers: int = 10
+    time_budget_s: float = 1200.0
+
+
+def parse_repeat(text: str) -> int | None:
+    """``--repeat N`` or ``--repeat auto`` (None)."""
+    if text == AUTO:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--repeat {text!r}: give a number of workers or 'auto'") from None
+    if value < 1:
+        raise UsageError(f"--repeat {value} must be at least 1 (or 'auto')")
+    return value
+
+
+def extend(planned: api.PlannedRun, specs: Sequence[CellSpec], index: int) -> api.PlannedRun:
+    """One more worker (repeat ``index``) of each of ``specs``, in the same run."""
+    cells = [dataclasses.replace(spec, repeat=index) for spec in specs]
+    record = planned.record
+    record.planned.extend(dataclasses.asdict(cell) for cell in cells)
+    record.status, record.finished = "running", None
+    options = planned.options
+    return api.PlannedRun(
+        record, plan.plan(cells, options.memory_budget, options.force), options, []
+    )
+
+
+def grow(
+    planned: api.PlannedRun,
+    results: Store,
+    reporter: Reporter,
+    wanting: Wanting,
+    *,
+    settings: Adaptive,
+    clock: Callable[[], float],
+) -> Run:
+    """Measure ``planned`` (its cells at ``min_workers`` each), then add rounds (module
+    docstring); the run, with every worker stored."""
+    start = clock()
+    record = api.execute(planned, results, reporter)
+    for index in range(settings.min_workers, settings.max_workers):
+        specs = wanting(record)
+        if not specs:
+            break
+        if clock() - start + round_estimate(record.cells, specs) > settings.time_budget_s:
+            break
+        record = api.execute(extend(planned, specs, index), results, reporter)
+    return record
+
+
+def round_estimate(cells: Sequence[Cell], specs: Sequence[CellSpec]) -> float:
+    """Seconds one more worker of each spec would take, at the mean wall time so far."""
+    walls: dict[tuple[str, str, str, str, bool], list[float]] = {}
+    for cell in cells:
+        walls.setdefault(cell.key(), []).append(cell.wall_s or 0.0)
+    return sum(statistics.mean(walls.get(spec.key(), [0.0])) for spec in specs)
+
+
+def wide_cells(target: float = ACROSS_WORKERS_TARGET) -> Wanting:
+    """A plain run's question: which ok cells' interval across workers is still wider than
+    ``target`` (relative half-width of the 95 % interval of the mean log worker median)."""
+
+    def wanting(record: Run) -> list[CellSpec]:
+        groups: dict[tuple[str, str, str, str, bool], list[Cell]] = {}
+        for cell in record.cells:
+            groups.setdefault(cell.key(), []).append(cell)
+        return [
+            CellSpec(c[0].workload, c[0].params, c[0].stack, c[0].device, c[0].to_host)
+            for c in groups.values()
+            if across_workers_half_width(c) > target
+        ]
+
+    return wanting
+
+
+def across_workers_half_width(cells: Sequence[Cell]) -> float:
+    """Relative half-width of the 95 % t interval of the mean log worker median (0 when a
+    cell failed: more workers of a failed cell answer nothing)."""
+    from scipy.stats import t as student
+
+    if any(cell.status != "ok" or not cell.steady.samples_s for cell in cells) or len(cells) < 2:
+        return 0.0
+    logs = [math.log(statistics.median(cell.steady.samples_s)) for cell in cells]
+    half = float(student.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.expm1(half)

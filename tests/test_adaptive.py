@@ -1,0 +1,112 @@
+"""Adaptive sampling: rounds added only for the cells still wanting an answer, within the
+worker and time limits (the run loop replaced by a recorder, the clock injected); and a
+claim's estimate of the workers that would decide it."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stackwars import adaptive, api, workloads
+from stackwars.claims.spec import parse_relation
+from stackwars.claims.verdict import INCONCLUSIVE, judge_factor
+from stackwars.config import RunOptions
+from stackwars.errors import UsageError
+from stackwars.results.run import Run, now
+from stackwars.results.schema import Cell, Steady
+from stackwars.runner import plan
+from stackwars.runner.protocol import CellSpec
+
+GEMM = workloads.get("gemm").resolve({"n": 8})
+NOISY, QUIET = CellSpec("gemm", GEMM, "numpy:eager"), CellSpec("gemm", GEMM, "jax:jit")
+
+
+def worker(spec: CellSpec, repeat: int, spread: float, rng: random.Random) -> Cell:
+    center = 1e-3 * math.exp(rng.gauss(0, spread))
+    samples = [center * (1 + rng.gauss(0, 0.001)) for _ in range(20)]
+    return Cell(
+        workload=spec.workload, params=spec.params, stack=spec.stack, repeat=repeat,
+        status="ok", steady=Steady(median_s=center, samples_s=samples), wall_s=2.0,
+    )  # fmt: skip
+
+
+class Recorder:
+    """api.execute's stand-in: each planned cell becomes a worker, noisy or quiet by stack."""
+
+    def __init__(self) -> None:
+        self.rounds: list[list[str]] = []
+        self.rng = random.Random(1)
+
+    def __call__(self, planned: api.PlannedRun, results: Any, reporter: Any) -> Run:
+        self.rounds.append([c.spec.stack for c in planned.cells])
+        for item in planned.cells:
+            spread = 0.2 if item.spec.stack == NOISY.stack else 0.001
+            planned.record.cells.append(worker(item.spec, item.spec.repeat, spread, self.rng))
+        return planned.record
+
+
+def planned_run(specs: list[CellSpec]) -> api.PlannedRun:
+    cells = plan.schedule(specs, 3, 0)
+    record = Run(id="r", started=now(), machine={}, versions={}, argv=[], status="running")
+    return api.PlannedRun(record, plan.plan(cells, 2**34), RunOptions(), [])
+
+
+def test_rounds_are_added_only_for_the_cells_still_wide(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder()
+    monkeypatch.setattr(api, "execute", recorder)
+    settings = adaptive.Adaptive(min_workers=3, max_workers=6, time_budget_s=1e9)
+    record = adaptive.grow(
+        planned_run([NOISY, QUIET]), None, None, adaptive.wide_cells(),  # type: ignore[arg-type]
+        settings=settings, clock=lambda: 0.0,
+    )  # fmt: skip
+    assert len(recorder.rounds) == 4  # the first three rounds at once, then rounds 4, 5, 6
+    assert all(stacks == [NOISY.stack] for stacks in recorder.rounds[1:])
+    assert sorted(c.repeat for c in record.cells if c.stack == NOISY.stack) == list(range(6))
+    assert len(record.planned) == 3  # what was added beyond the first plan
+    assert {spec["repeat"] for spec in record.planned} == {3, 4, 5}
+
+
+def test_no_round_starts_that_would_pass_the_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder()
+    monkeypatch.setattr(api, "execute", recorder)
+    times = iter([0.0, 9.0, 100.0])
+    settings = adaptive.Adaptive(min_workers=3, max_workers=10, time_budget_s=12.0)
+    adaptive.grow(
+        planned_run([NOISY]), None, None, adaptive.wide_cells(),  # type: ignore[arg-type]
+        settings=settings, clock=lambda: next(times),
+    )  # fmt: skip
+    # 9 s used and a round of one 2-second worker: 11 s fits; then 100 s does not.
+    assert len(recorder.rounds) == 2
+
+
+def test_repeat_takes_a_number_or_auto() -> None:
+    assert adaptive.parse_repeat("auto") is None and adaptive.parse_repeat("4") == 4
+    with pytest.raises(UsageError, match="give a number of workers or 'auto'"):
+        adaptive.parse_repeat("many")
+    with pytest.raises(UsageError, match="at least 1"):
+        adaptive.parse_repeat("0")
+
+
+def workers_at(center: float, spread: float, count: int, seed: int) -> list[list[float]]:
+    rng = random.Random(seed)
+    return [[center * math.exp(rng.gauss(0, spread))] * 5 for _ in range(count)]
+
+
+def test_an_inconclusive_claim_says_how_many_workers_would_decide_it() -> None:
+    relation = parse_relation(">= 1.7", "x")
+    subject, baseline = workers_at(1.0, 0.08, 3, seed=1), workers_at(2.05, 0.08, 3, seed=2)
+    judged = judge_factor(subject, baseline, relation)
+    assert judged.verdict == INCONCLUSIVE
+    assert judged.workers_needed is not None and judged.workers_needed > 3
+    assert f"about {judged.workers_needed} workers a side would likely decide it" in judged.reason
+
+
+def test_the_claims_repeat_is_auto_by_default(tmp_path: Path) -> None:
+    from stackwars.cli import build_parser
+
+    args = build_parser().parse_args(["claims", "--builtin"])
+    assert args.repeat == "auto" and args.max_workers == 10 and args.time_budget == 1200
