@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -41,7 +40,7 @@ class Recorder:
         self.rounds: list[list[str]] = []
         self.rng = random.Random(1)
 
-    def __call__(self, planned: api.PlannedRun, results: Any, reporter: Any) -> Run:
+    def __call__(self, planned: api.PlannedRun) -> Run:
         self.rounds.append([c.spec.stack for c in planned.cells])
         for item in planned.cells:
             spread = 0.2 if item.spec.stack == NOISY.stack else 0.001
@@ -55,12 +54,11 @@ def planned_run(specs: list[CellSpec]) -> api.PlannedRun:
     return api.PlannedRun(record, plan.plan(cells, 2**34), RunOptions(), [])
 
 
-def test_rounds_are_added_only_for_the_cells_still_wide(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rounds_are_added_only_for_the_cells_still_wide() -> None:
     recorder = Recorder()
-    monkeypatch.setattr(api, "execute", recorder)
     settings = adaptive.Adaptive(min_workers=3, max_workers=6, time_budget_s=1e9)
     record = adaptive.grow(
-        planned_run([NOISY, QUIET]), None, None, adaptive.wide_cells(),  # type: ignore[arg-type]
+        planned_run([NOISY, QUIET]), recorder, adaptive.wide_cells(),
         settings=settings, clock=lambda: 0.0,
     )  # fmt: skip
     assert len(recorder.rounds) == 4  # the first three rounds at once, then rounds 4, 5, 6
@@ -70,13 +68,12 @@ def test_rounds_are_added_only_for_the_cells_still_wide(monkeypatch: pytest.Monk
     assert {spec["repeat"] for spec in record.planned} == {3, 4, 5}
 
 
-def test_no_round_starts_that_would_pass_the_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_round_starts_that_would_pass_the_time_budget() -> None:
     recorder = Recorder()
-    monkeypatch.setattr(api, "execute", recorder)
     times = iter([0.0, 9.0, 100.0])
     settings = adaptive.Adaptive(min_workers=3, max_workers=10, time_budget_s=12.0)
     adaptive.grow(
-        planned_run([NOISY]), None, None, adaptive.wide_cells(),  # type: ignore[arg-type]
+        planned_run([NOISY]), recorder, adaptive.wide_cells(),
         settings=settings, clock=lambda: next(times),
     )  # fmt: skip
     # 9 s used and a round of one 2-second worker: 11 s fits; then 100 s does not.

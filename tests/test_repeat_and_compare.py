@@ -235,3 +235,6 @@ def test_workers_that_land_at_different_speeds_are_flagged_in_the_table() -> Non
     close = [measured("jax:jit", 1e-3 * (1 + i / 100), repeat=i, seed=i) for i in range(3)]
     (steady,) = merge_repeats(close)
     assert "workers_disagree" not in steady.settings
+    variance = steady.settings["variance"]
+    assert 0.005 < variance["between_workers"] < 0.02  # medians 1 % apart
+    assert variance["within_worker"] < 0.005  # 60 blocks of 1 % noise

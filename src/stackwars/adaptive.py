@@ -24,10 +24,8 @@ from stackwars import api
 from stackwars.errors import UsageError
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell
-from stackwars.results.store import Store
 from stackwars.runner import plan
 from stackwars.runner.protocol import CellSpec
-from stackwars.runner.session import Reporter
 from stackwars.timing.compare import MIN_WORKERS
 
 AUTO = "auto"
@@ -72,24 +70,24 @@ def extend(planned: api.PlannedRun, specs: Sequence[CellSpec], index: int) -> ap
 
 def grow(
     planned: api.PlannedRun,
-    results: Store,
-    reporter: Reporter,
+    execute: Callable[[api.PlannedRun], Run],
     wanting: Wanting,
     *,
     settings: Adaptive,
     clock: Callable[[], float],
 ) -> Run:
-    """Measure ``planned`` (its cells at ``min_workers`` each), then add rounds (module
-    docstring); the run, with every worker stored."""
+    """Measure ``planned`` (its cells at ``min_workers`` each) with ``execute`` (the caller's
+    ``api.execute``: its store, reporter, executor), then add rounds (module docstring); the
+    run, with every worker."""
     start = clock()
-    record = api.execute(planned, results, reporter)
+    record = execute(planned)
     for index in range(settings.min_workers, settings.max_workers):
         specs = wanting(record)
         if not specs:
             break
         if clock() - start + round_estimate(record.cells, specs) > settings.time_budget_s:
             break
-        record = api.execute(extend(planned, specs, index), results, reporter)
+        record = execute(extend(planned, specs, index))
     return record
 
 

@@ -170,7 +170,11 @@ def measure(
         return api.execute(prepared.planned, results, reporter)
     wanting = undecided_cells(prepared, settings.max_workers)
     return adaptive.grow(
-        prepared.planned, results, reporter, wanting, settings=settings, clock=clock
+        prepared.planned,
+        lambda planned: api.execute(planned, results, reporter),
+        wanting,
+        settings=settings,
+        clock=clock,
     )
 
 

@@ -187,11 +187,11 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
     limits.add_argument("--seed", type=int, default=0, help="input seed (0)")
     limits.add_argument(
         "--repeat",
-        type=int,
-        default=1,
-        metavar="N",
+        default="1",
+        metavar="N|auto",
         help="measure each cell in N fresh workers, in random interleaved order; statistics "
-        "then treat workers as the unit",
+        "then treat workers as the unit. auto: 3, then one more round at a time for the cells "
+        "whose interval across workers is wider than ±3 %%, up to 10 workers and 20 minutes",
     )
     limits.add_argument(
         "--order-seed", type=int, default=0, metavar="N", help="seed of the --repeat order (0)"

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
-from stackwars import api
+from stackwars import adaptive, api
 from stackwars.errors import UsageError
 from stackwars.report.console import report_console
 from stackwars.report.derived import derived_tables
@@ -13,6 +14,8 @@ from stackwars.report.maxbatch import max_batch_table
 from stackwars.report.progress import Progress
 from stackwars.report.table import build_tables, render_markdown, render_rich, status_counts
 from stackwars.results.aggregate import merge_repeats
+from stackwars.results.run import Run
+from stackwars.timing.compare import MIN_WORKERS
 
 EXIT_NOT_ALL_OK = 1
 
@@ -43,7 +46,7 @@ def measure(args: argparse.Namespace) -> api.Measure:
         x64=args.x64,
         force=args.force,
         seed=args.seed,
-        repeat=args.repeat,
+        repeat=adaptive.parse_repeat(args.repeat) or MIN_WORKERS,
         order_seed=args.order_seed,
     )
 
@@ -79,7 +82,17 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
             console.print(f"warning: {warning}")
         json_path = Path(args.json) if args.json else None
         with Progress(total=len(planned.cells), quiet=args.quiet) as progress:
-            record = api.execute(planned, results, progress, json_path, executor)
+
+            def execute(part: api.PlannedRun) -> Run:
+                return api.execute(part, results, progress, json_path, executor)
+
+            if getattr(args, "repeat", None) == adaptive.AUTO and not args.resume:
+                wanting = adaptive.wide_cells()
+                record = adaptive.grow(
+                    planned, execute, wanting, settings=adaptive.Adaptive(), clock=time.monotonic
+                )
+            else:
+                record = execute(planned)
     finally:
         executor.close()
     peak, stale = api.usable_peak(record.machine)

@@ -80,11 +80,20 @@ def _merge(workers: list[Cell]) -> Cell:
     cell.settings["merged_workers"] = len(workers)
     cell.warnings = sorted({w for worker in workers for w in worker.warnings})
     cell.warnings.append(_spread_note(workers))
+    cell.settings["variance"] = variance_components(samples)
     disagreement = workers_disagree(samples)
     if disagreement:
         cell.settings["workers_disagree"] = disagreement
         cell.warnings.append(f"unstable across workers: {disagreement}")
     return cell
+
+
+def variance_components(samples: list[list[float]]) -> dict[str, float]:
+    """Standard deviations (of log times, about relative) between the workers' medians and of
+    one worker's median from its own blocks: where more repetitions would pay."""
+    logs = [math.log(statistics.median(worker)) for worker in samples if worker]
+    between = statistics.stdev(logs) if len(logs) > 1 else 0.0
+    return {"between_workers": between, "within_worker": within_worker_sd(samples)}
 
 
 def workers_disagree(samples: list[list[float]]) -> str:
