@@ -28,6 +28,7 @@ import pytest
 pytestmark = pytest.mark.slow
 README = Path(__file__).resolve().parents[1] / "README.md"
 STACKWARS = str(Path(sys.executable).with_name("stackwars"))
+REGRESSED = Path(__file__).resolve().parents[1] / "benchmarks" / "power" / "regressed_gemm.py"
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
@@ -163,8 +164,50 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     "stackwars behave --details": [
         ["behave", "--details", "--stacks", "numpy:eager,jax:jit", "--probes", BEHAVE_PROBES]
     ],
-    "stackwars claims --builtin --repeat 3": [
+    "stackwars claims --builtin": [
         ["claims", "--builtin", "--only", "seed002-jit-poly-6x*", "--param", "n=32", *FAST]
+    ],
+    "stackwars ab --candidate-env REGRESS_EXTRA=0.1 --fail-above 5 -- --workload-file "
+    "benchmarks/power/regressed_gemm.py --workload regressed-gemm --stacks numpy": [
+        [
+            "ab",
+            "--candidate-env",
+            "REGRESS_EXTRA=0.1",
+            "--fail-above",
+            "100",
+            "--max-rounds",
+            "3",
+            "--",
+            "--workload-file",
+            str(REGRESSED),
+            "--workload",
+            "regressed-gemm",
+            "--param",
+            "n=256",
+            "--stacks",
+            "numpy",
+            *FAST,
+        ]
+    ],
+    "stackwars ab --baseline-python base/.venv/bin/python --candidate-python .venv/bin/python "
+    "--fail-above 5 -- --suite quick": [
+        [
+            "ab",
+            "--baseline-python",
+            sys.executable,
+            "--candidate-python",
+            sys.executable,
+            "--fail-above",
+            "100",
+            "--max-rounds",
+            "3",
+            "--",
+            "--param",
+            "n=32",
+            "--stacks",
+            "numpy",
+            *FAST,
+        ]
     ],
     'stackwars claim "jax:jit >= 6x numpy:eager on poly n=10000"': [
         ["claim", "jax:jit >= 6x numpy:eager on poly n=10000", "--param", "n=32", *FAST]
@@ -266,7 +309,14 @@ WHY = {
     "ray start --head --port 6379": "a free port: 6379 may be taken on a shared machine",
     "stackwars run --suite stack-wars --executor ray --ray-address HEAD:6379": "the head "
     "started above, on loopback",
-    "stackwars claims --builtin --repeat 3": "--only: the whole set takes minutes at full size",
+    "stackwars claims --builtin": "--only: the whole set takes minutes at full size",
+    "stackwars ab --candidate-env REGRESS_EXTRA=0.1 --fail-above 5 -- --workload-file "
+    "benchmarks/power/regressed_gemm.py --workload regressed-gemm --stacks numpy": "the "
+    "repository's file by its absolute path (the test runs elsewhere), --fail-above 100 and "
+    "3 rounds: a 10 % change at test size is not what the line shows",
+    "stackwars ab --baseline-python base/.venv/bin/python --candidate-python .venv/bin/python "
+    "--fail-above 5 -- --suite quick": "this venv's Python on both sides: the test has one "
+    "checkout; --fail-above 100: identical sides may differ by 5 % at test size",
 }
 
 
