@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from stackwars import ab
+from stackwars import ab, stored
 from stackwars.errors import UsageError
 from stackwars.results.comparison import ComparisonRow, Gate
+from stackwars.results.run import Run
+from stackwars.results.schema import Cell, Steady
 from stackwars.timing.compare import (
+    DEFAULT_RUN_DRIFT,
     EQUIVALENT,
     SLOWER_UNSURE,
     UNDECIDED,
@@ -154,3 +158,47 @@ def test_a_python_without_stackwars_is_refused_with_the_fix(tmp_path: Path) -> N
     done = stackwars(*argv, "--out", str(tmp_path / "s"), cwd=tmp_path)
     assert done.returncode == 2
     assert "cannot run a stackwars worker" in done.stderr and "pip install -e" in done.stderr
+
+
+def run_at(started: str) -> Run:
+    return Run(id=started, started=started, machine={}, versions={}, argv=[], status="complete")
+
+
+def test_runs_that_alternate_in_time_need_no_drift_allowance() -> None:
+    a1, b1, a2, b2 = (run_at(f"2026-11-25T10:00:0{i}+00:00") for i in range(4))
+    assert stored.interleaved([a1, a2], [b1, b2])
+    assert stored.run_drift([a1, a2], [b1, b2], None) == 0.0
+    assert not stored.interleaved([a1, b1], [a2, b2])  # the baseline's all first
+    assert not stored.interleaved([a1], [b1])
+    assert stored.run_drift([a1], [b1], None) == DEFAULT_RUN_DRIFT
+    assert stored.run_drift([a1], [b1], 1.5) == pytest.approx(0.015)
+    with pytest.raises(UsageError, match="--run-drift 120"):
+        stored.run_drift([a1], [b1], 120)
+
+
+def test_several_runs_a_side_are_pooled(tmp_path: Path) -> None:
+    rng = random.Random(3)
+
+    def exported(name: str, center: float) -> Path:
+        samples = [center * (1 + rng.gauss(0, 0.01)) for _ in range(20)]
+        cells = [
+            Cell(
+                workload="gemm", params={"n": 8}, stack="numpy:eager", repeat=0, status="ok",
+                steady=Steady(median_s=center, samples_s=samples),
+            )
+        ]  # fmt: skip
+        record = run_at(f"2026-11-25T10:00:{len(list(tmp_path.iterdir())):02d}+00:00")
+        record.cells = cells
+        path = tmp_path / f"{name}.json"
+        record.write_json(path)
+        return path
+
+    files = [exported(f"r{i}", 1e-3 * (1 + 0.01 * i)) for i in range(6)]
+    base = ",".join(str(path) for path in files[0::2])
+    cand = ",".join(str(path) for path in files[1::2])
+    _, _, (row,) = stored.compare(base, cand)
+    assert row.result is not None and row.result.workers == (3, 3)
+    components = row.result.components
+    assert components is not None and components.run_drift == 0.0  # they alternate
+    with pytest.raises(UsageError, match="names no run"):
+        stored.load_side(" , ")
