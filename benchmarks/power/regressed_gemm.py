@@ -14,12 +14,13 @@ workloads" shows.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from stackwars.workloads import Param, Work, Workload, register
 
 
-def inputs(params: dict[str, Any], seed: int) -> tuple[Any, ...]:
+def inputs(params: Mapping[str, Any], seed: int) -> tuple[Any, ...]:
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -27,11 +28,11 @@ def inputs(params: dict[str, Any], seed: int) -> tuple[Any, ...]:
     return tuple(rng.standard_normal((n, n)).astype("float32") for _ in range(2))
 
 
-def reference(params: dict[str, Any], xs: tuple[Any, ...]) -> Any:
+def reference(params: Mapping[str, Any], xs: tuple[Any, ...]) -> Any:
     return xs[0].astype("float64") @ xs[1].astype("float64")
 
 
-def _extra_rows(params: dict[str, Any]) -> int:
+def _extra_rows(params: Mapping[str, Any]) -> int:
     if os.environ.get("REGRESS_FAIL"):
         raise RuntimeError("REGRESS_FAIL is set: this candidate is broken on purpose")
     fraction = params["extra"] + float(os.environ.get("REGRESS_EXTRA", "0"))
@@ -45,7 +46,7 @@ def _held() -> Any:
     return np.ones(megabytes * 2**18, dtype=np.float32) if megabytes else None
 
 
-def numpy_impl(params: dict[str, Any]) -> Any:
+def numpy_impl(params: Mapping[str, Any]) -> Any:
     extra, held = _extra_rows(params), _held()
 
     def gemm(a: Any, b: Any) -> Any:
@@ -58,7 +59,7 @@ def numpy_impl(params: dict[str, Any]) -> Any:
     return gemm
 
 
-def torch_impl(params: dict[str, Any]) -> Any:
+def torch_impl(params: Mapping[str, Any]) -> Any:
     import torch
 
     extra, held = _extra_rows(params), _held()
@@ -73,7 +74,7 @@ def torch_impl(params: dict[str, Any]) -> Any:
     return gemm
 
 
-def jax_impl(params: dict[str, Any]) -> Any:
+def jax_impl(params: Mapping[str, Any]) -> Any:
     import jax.numpy as jnp
 
     extra, held = _extra_rows(params), _held()

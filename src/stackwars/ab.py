@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,7 +168,7 @@ def settled(row: ComparisonRow, gate: Gate) -> bool:
     return result.verdict not in (UNDECIDED, SLOWER_UNSURE, FASTER_UNSURE)
 
 
-def compare_command(files: dict[str, Sequence[Path]]) -> str:
+def compare_command(files: Mapping[str, Sequence[Path]]) -> str:
     """The ``stackwars compare`` that shows the pooled rounds again."""
     sides = [",".join(str(path) for path in files[name]) for name in ("baseline", "candidate")]
     return shlex.join(["stackwars", "compare", *sides])

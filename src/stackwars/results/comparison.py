@@ -138,15 +138,12 @@ def _memory(base: list[Cell], cand: list[Cell], threshold: float) -> tuple[Memor
     of memory, which a neighbour's load or the clock does not move."""
     changes = []
     for what, read in MEASURES:
-        values_b, values_c = [read(c) for c in base], [read(c) for c in cand]
+        values_b = [float(read(c) or 0) for c in base]
+        values_c = [float(read(c) or 0) for c in cand]
         if not all(values_b) or not all(values_c):
             continue
-        result = compare(
-            [[float(v or 0)] for v in values_b],
-            [[float(v or 0)] for v in values_c],
-            threshold=threshold,
-        )
-        median_b = sorted(values_b)[len(values_b) // 2] or 0
+        result = compare([[v] for v in values_b], [[v] for v in values_c], threshold=threshold)
+        median_b = sorted(values_b)[len(values_b) // 2]
         changes.append(MemoryChange(what, median_b, median_b * result.ratio, result))
     return tuple(changes)
 
