@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from stackwars.frameworks.base import RunSettings
@@ -33,6 +34,7 @@ def test_a_reader_hears_each_change_once(tmp_path: Path) -> None:
     assert heard == ["importing numpy", "steady"]
 
 
+@pytest.mark.slow
 def test_a_worker_reports_its_phases_to_the_parent(tmp_path: Path) -> None:
     heard: list[str] = []
     request = Request(

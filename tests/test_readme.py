@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
 README = Path(__file__).resolve().parents[1] / "README.md"
 STACKWARS = str(Path(sys.executable).with_name("stackwars"))
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -317,6 +316,7 @@ def test_every_readme_command_is_listed() -> None:
     assert not_run == [INSTALL_AND_TEST, *NOT_RUN]
 
 
+@pytest.mark.slow
 def test_every_readme_command_works_from_another_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -340,6 +340,7 @@ def test_every_readme_command_works_from_another_folder(
     assert list(tmp_path.glob("stackwars-ir/*/jax_jit/stablehlo.txt"))
 
 
+@pytest.mark.slow
 def test_the_readme_python_runs_from_another_folder(tmp_path: Path) -> None:
     stackwars(["run", "--workload", "gemm", "--param", "n=16", *SMALL], tmp_path)
     for block in blocks("python"):

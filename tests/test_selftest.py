@@ -219,6 +219,7 @@ def test_a_missing_framework_is_unsupported_without_a_worker(
     )
 
 
+@pytest.mark.slow
 def test_a_worker_past_its_timeout_is_killed_and_fails(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
