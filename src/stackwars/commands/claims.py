@@ -41,7 +41,9 @@ def _check(chosen: list[Claim], args: argparse.Namespace, argv: list[str]) -> in
     for warning in prepared.planned.warnings:
         console.print(Text(f"warning: {warning}"))
     results = api.open_store(args.db)
-    with Progress(total=len(prepared.planned.cells), quiet=args.quiet) as progress:
+    cells = prepared.planned.cells
+    stacks = [cell.spec.stack for cell in cells if not cell.skip_reason]
+    with Progress(len(cells), quiet=args.quiet, stacks=stacks) as progress:
         record = claimcheck.measure(prepared, results, progress)
 
     def note(text: str) -> None:

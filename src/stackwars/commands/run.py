@@ -78,7 +78,8 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
         for warning in planned.warnings:
             console.print(f"warning: {warning}")
         json_path = Path(args.json) if args.json else None
-        with Progress(total=len(planned.cells), quiet=args.quiet) as progress:
+        stacks = [cell.spec.stack for cell in planned.cells if not cell.skip_reason]
+        with Progress(len(planned.cells), quiet=args.quiet, stacks=stacks) as progress:
             record = api.execute(planned, results, progress, json_path, executor)
     finally:
         executor.close()
