@@ -195,9 +195,11 @@ def test_run_warns_before_it_starts_when_openblas_kernels_are_forced(
     argv = ["run", "--workload-file", FAULTY, "--workload", "doubles", "--param", "size=8"]
     argv += ["--stacks", "numpy", "--budget", "0.05", "--db", str(tmp_path / "db"), "--quiet"]
     assert main([*argv, "--json", str(tmp_path / "run.json")]) == 0
-    out = capsys.readouterr().out
+    printed = capsys.readouterr()
     # OPENBLAS_L2_SIZE may be set too (it is on this project's machines): both are named.
-    assert re.search(r"warning: OPENBLAS_CORETYPE=Haswell(, \S+)* is set", " ".join(out.split()))
+    warning = r"warning: OPENBLAS_CORETYPE=Haswell(, \S+)* is set"
+    assert re.search(warning, " ".join(printed.err.split()))
+    assert "warning:" not in printed.out
     (cell,) = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["cells"]
     assert cell["settings"]["inherited_environment"]["OPENBLAS_CORETYPE"] == "Haswell"
     openblas = [lib for lib in cell["settings"]["blas"] if lib["internal_api"] == "openblas"]

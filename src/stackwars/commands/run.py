@@ -7,7 +7,7 @@ from pathlib import Path
 
 from stackwars import api
 from stackwars.errors import UsageError
-from stackwars.report.console import report_console
+from stackwars.report.console import report_console, warn
 from stackwars.report.derived import derived_tables
 from stackwars.report.maxbatch import max_batch_table
 from stackwars.report.progress import Progress
@@ -76,7 +76,7 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
     try:
         results = api.open_store(args.db)
         for warning in planned.warnings:
-            console.print(f"warning: {warning}")
+            warn(warning)
         json_path = Path(args.json) if args.json else None
         stacks = [cell.spec.stack for cell in planned.cells if not cell.skip_reason]
         with Progress(len(planned.cells), quiet=args.quiet, stacks=stacks) as progress:
@@ -85,7 +85,7 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
         executor.close()
     peak, stale = api.usable_peak(record.machine)
     if stale:
-        console.print(f"warning: {stale}")
+        warn(stale)
     tables = build_tables(merge_repeats(record.cells), peak)
     console.print(render_rich(tables))
     derived, derived_markdown = derived_tables(record.cells)
