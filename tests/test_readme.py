@@ -123,12 +123,16 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     "stackwars run --workload poly --param n=64..4096:x2 --stacks numpy,jax:jit --repeat 3": [
         ["run", "--workload", "poly", "--param", "n=16..32:x2", *SMALL, "--repeat", "3"]
     ],
+    "stackwars run --workload gemm,selu --param n=512": [
+        ["run", "--workload", "gemm,selu", "--param", "n=32", *SMALL]
+    ],
     "stackwars list workloads | stacks | suites": [
         ["list", "workloads"],
         ["list", "stacks"],
         ["list", "suites"],
     ],
     "stackwars env [--peak]": [["env"]],
+    "stackwars --version": [["--version"]],
     "stackwars runs": [["runs"]],
     "stackwars show [RUN|latest] [--baseline jax:jit]": [
         ["show"],

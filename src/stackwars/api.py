@@ -72,9 +72,10 @@ from stackwars.timing.timer import TimingConfig
 
 @dataclass(frozen=True)
 class Selection:
-    """Which cells: a suite (default ``quick``) or one workload, with parameter values written
-    as on the command line (``"n=256,1024"``, ``"n=64..4096:x2"``), stacks as a comma list
-    (``"numpy,jax:jit"``; None: every stack), the device, and whether results go to host."""
+    """Which cells: a suite (default ``quick``) or workloads (``"gemm"``, ``"gemm,selu"``),
+    with parameter values written as on the command line (``"n=256,1024"``,
+    ``"n=64..4096:x2"``), stacks as a comma list (``"numpy,jax:jit"``; None: every stack), the
+    device, and whether results go to host."""
 
     suite: str | None = None
     workload: str | None = None
@@ -125,9 +126,9 @@ def choose_cells(selection: Selection) -> tuple[list[CellSpec], Suite | None]:
     device = parse_device(selection.device)
     stacks = parse_stacks(selection.stacks) if selection.stacks else None
     if selection.workload:
-        workload = workloads.get(selection.workload)
-        values = plan.parse_param_args(workload, selection.params)
-        cells = plan.cells_for(workload, values, stacks or default_stacks(), device)
+        cells = plan.workload_cells(
+            selection.workload, selection.params, stacks or default_stacks(), device
+        )
         suite = None
     else:
         suite = (
