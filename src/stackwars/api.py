@@ -1,10 +1,12 @@
-"""The service layer: everything stackwars does, with typed options, returning data.
+"""The service layer: what measures or touches the results store, typed options in, data out.
 
-The command line (``commands/``) turns arguments into these options, calls one function here
-and renders what comes back (``report/``); notebooks and other tools call the same functions
-(``stackwars.run`` is :func:`run`). Nothing here prints: progress goes to the ``Reporter``
-given, and every failure a user can cause is a :class:`stackwars.errors.UsageError` that says
-how to fix it.
+Commands (``commands/``) call it, or ``behave.py`` and ``claimcheck.py`` above it, for every
+run, store access and instrument (``stored.py``'s and ``instruments.py``'s are re-exported
+here) and render with ``report/``; where nothing is measured or stored they read lower layers
+directly (``results/`` types, merging and JSON, names and parsing, ``runner/plan.py``, ``ir``
+analysis). Notebooks call the same functions (``stackwars.run`` is :func:`run`). Nothing here
+prints: progress goes to the ``Reporter`` given, and every failure a user can cause is a
+:class:`stackwars.errors.UsageError` that says how to fix it.
 """
 
 from __future__ import annotations
