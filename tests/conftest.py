@@ -1,10 +1,17 @@
 """Test-wide settings: frameworks and stackwars write caches, config and stores into a
-temporary folder."""
+temporary folder, and a test that starts Python must be marked slow."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
 
 # Set before any test imports a framework: they read these at import time.
 _SCRATCH = tempfile.mkdtemp(prefix="stackwars-tests-")
@@ -24,3 +31,39 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 os.environ["RAY_AUTH_MODE"] = "disabled"
+
+
+# The fast tier (pytest -m "not slow") starts no Python: no worker, no CLI in a subprocess, no
+# tool written in Python. Small programs (git, a fake nvidia-smi) are allowed. A test that
+# starts Python without the slow mark fails here, naming what it started, so that the fast tier
+# stays fast as tests are added.
+_PYTHON_PROGRAMS = ("python", "ruff", "pyright")
+
+
+def _starts_python(args: Any) -> bool:
+    program = str(args[0] if isinstance(args, list | tuple) else args).split()[0]
+    return program == sys.executable or os.path.basename(program).startswith(_PYTHON_PROGRAMS)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_python(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    if request.node.get_closest_marker("slow"):
+        yield
+        return
+    started: list[str] = []
+    popen_init = subprocess.Popen.__init__
+
+    def guarded(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        if _starts_python(args):
+            if threading.current_thread() is not threading.main_thread():
+                started.append(str(args)[:200])
+            pytest.fail(f"this test starts Python ({str(args)[:200]}): mark it @pytest.mark.slow")
+        popen_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+    yield
+    # Refused in another thread (a run's executor), the start fails the test here.
+    if started:
+        pytest.fail(f"this test starts Python ({started[0]}): mark it @pytest.mark.slow")

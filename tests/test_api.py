@@ -14,6 +14,7 @@ FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
 FAST = {"budget_s": 0.05, "workload_files": [FAULTY]}
 
 
+@pytest.mark.slow
 def test_run_returns_the_run_as_data_and_stores_it(tmp_path: Path) -> None:
     db = str(tmp_path / "db.sqlite")
     run = stackwars.run("doubles", params={"size": [8, 16]}, stacks="numpy", db=db, **FAST)
@@ -25,6 +26,7 @@ def test_run_returns_the_run_as_data_and_stores_it(tmp_path: Path) -> None:
     assert list(frame["params.size"]) == [8, 16]
 
 
+@pytest.mark.slow
 def test_compare_and_history_read_the_store(tmp_path: Path) -> None:
     db = str(tmp_path / "db.sqlite")
     first = stackwars.run("doubles", params={"size": 8}, stacks=["numpy:eager"], db=db, **FAST)

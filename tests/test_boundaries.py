@@ -6,6 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+# Each test starts Python in a subprocess, to see what a fresh process imports.
+pytestmark = pytest.mark.slow
+
 PROBE = """
 import json, sys
 from stackwars import workloads

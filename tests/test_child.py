@@ -45,12 +45,14 @@ def test_a_worker_refuses_another_kind(tmp_path: Path) -> None:
     assert "this is the demo worker" in served(tmp_path, envelope, "demo")["refused"]
 
 
+@pytest.mark.slow
 def test_the_parent_turns_a_refusal_into_an_error() -> None:
     end = run_child("stackwars.runner.blas_worker", "timing", {"framework": "numpy"}, LIMITS)
     assert end.status == "error"
     assert "this is the blas worker; the parent asked it for 'timing'" in end.detail
 
 
+@pytest.mark.slow
 def test_a_worker_that_answers_is_ok() -> None:
     end = run_child("stackwars.runner.blas_worker", "blas", {"framework": "numpy"}, LIMITS)
     assert end.ok, end.detail
@@ -58,6 +60,7 @@ def test_a_worker_that_answers_is_ok() -> None:
     assert any(lib["internal_api"] == "openblas" for lib in end.result["libraries"])
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_without_an_answer_is_an_error_with_its_output() -> None:
     end = run_child("stackwars.runner.blas_worker", "blas", {"framework": "nope"}, LIMITS)
     assert end.status == "error"
@@ -65,6 +68,7 @@ def test_a_worker_that_dies_without_an_answer_is_an_error_with_its_output() -> N
     assert "KeyError: 'nope'" in end.detail
 
 
+@pytest.mark.slow
 def test_past_the_timeout_the_tree_is_killed() -> None:
     end = run_child(
         "stackwars.runner.blas_worker", "blas", {"framework": "torch"}, Limits(0.2, 2**40)
@@ -73,6 +77,7 @@ def test_past_the_timeout_the_tree_is_killed() -> None:
     assert "0.2 s timeout" in end.detail
 
 
+@pytest.mark.slow
 def test_past_the_memory_budget_the_tree_is_killed() -> None:
     end = run_child(
         "stackwars.runner.blas_worker", "blas", {"framework": "torch"}, Limits(60, 2**20)

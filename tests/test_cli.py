@@ -113,6 +113,7 @@ TOP = {
 }
 
 
+@pytest.mark.slow
 def test_json_has_the_documented_names(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     argv = [

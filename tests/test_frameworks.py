@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from stackwars.frameworks import FRAMEWORKS, load_framework
-from stackwars.frameworks.base import Framework, RunSettings
+from stackwars.frameworks.base import Framework, FrameworkInfo, RunSettings
 
 COMPILING = {("jax", "jit"), ("torch", "compile"), ("tensorflow", "graph"), ("tensorflow", "xla")}
 PHASE_KEYS = {
@@ -28,12 +28,21 @@ OWN_PROCESS = "needs a process of its own; run through workers in test_torch_xla
 # The Keras stacks pick their backend once per process: tests/test_keras.py runs them in
 # processes of their own, through the same worker code.
 NATIVE = {name: info for name, info in FRAMEWORKS.items() if info.runs_on is None}
+
+
+def marks(info: FrameworkInfo, mode: str) -> Any:
+    """Skipped where the mode needs a process of its own; slow where it compiles."""
+    if info.needs_own_process(mode):
+        return pytest.mark.skip(reason=OWN_PROCESS)
+    return pytest.mark.slow if mode != "eager" else ()
+
+
 STACKS = [
     pytest.param(
         name,
         mode,
         id=f"{name}:{mode}",
-        marks=pytest.mark.skip(reason=OWN_PROCESS) if info.needs_own_process(mode) else (),
+        marks=marks(info, mode),
     )
     for name, info in NATIVE.items()
     for mode in info.modes
@@ -117,6 +126,7 @@ def test_unknown_mode_is_refused(
         framework.prepare(make_affine(), "bogus")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("x64", "dtype"), [(True, np.float64), (False, np.float32)])
 @pytest.mark.usefixtures("restore_jax_x64")
 def test_jax_x64_decides_the_computed_dtype(
@@ -158,6 +168,7 @@ def test_warm_jax_cache_lives_in_the_cell_folder(tmp_path: Path) -> None:
     assert "JAX_COMPILATION_CACHE_DIR" not in cold
 
 
+@pytest.mark.slow
 def test_jax_runs_a_devices_calls_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The timer synchronises only a block's last output; that is right only if, once the
     last call's result is ready, every earlier call's is too."""

@@ -36,7 +36,9 @@ def run_cells(tmp_path: Path, name: str, args: list[str]) -> list[dict[str, Any]
         argv, check=False, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "warning: your environment sets" in " ".join(done.stdout.split())
+    # Warnings go to stderr: the tables on stdout can be redirected without them.
+    assert "warning: your environment sets" in " ".join(done.stderr.split())
+    assert "warning:" not in done.stdout
     return json.loads(out.read_text(encoding="utf-8"))["cells"]
 
 

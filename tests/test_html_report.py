@@ -229,6 +229,7 @@ def test_a_long_warm_up_is_drawn_from_a_sample_that_keeps_its_start_and_end() ->
     assert thinned(points[:WARMUP_POINTS]) == points[:WARMUP_POINTS]
 
 
+@pytest.mark.slow
 def test_other_commands_do_not_import_matplotlib() -> None:
     code = "import sys, stackwars.cli; sys.exit('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

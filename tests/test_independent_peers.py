@@ -79,6 +79,7 @@ def run_command(
     return json.loads(lines[0]), np.load(saved)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", list(MODES))
 def test_script_times_gemm_and_computes_it(framework: str, tmp_path: Path) -> None:
     result, saved = run_script(framework, "gemm", tmp_path)
@@ -92,6 +93,7 @@ def test_script_times_gemm_and_computes_it(framework: str, tmp_path: Path) -> No
     np.testing.assert_allclose(saved["output"], a @ b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", list(MODES))
 def test_script_selu_matches_float64_numpy(framework: str, tmp_path: Path) -> None:
     result, saved = run_script(framework, "selu", tmp_path)
@@ -148,6 +150,7 @@ def run_driver(options: list[str], tmp_path: Path) -> tuple[str, dict[str, Any]]
     return report, json.loads((out_dir / "independent-raw.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_driver_quick_runs_end_to_end(tmp_path: Path) -> None:
     report, raw = run_driver(["--quick", "--stacks", "numpy:eager"], tmp_path)
     assert "| gemm n=64 | numpy:eager |" in report

@@ -10,6 +10,10 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
+
+# Starts the CLI in a subprocess and interrupts it.
+pytestmark = pytest.mark.slow
 
 FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
 

@@ -38,6 +38,7 @@ def captured(stack: str, tmp_path: Path) -> tuple[Path, dict[str, object]]:
     return folder, index
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stack", ["jax:jit", "torch:xla", "tensorflow:xla", "tensorflow:graph"])
 def test_gemm_stages_hold_the_matmul(stack: str, tmp_path: Path) -> None:
     folder, index = captured(stack, tmp_path)
@@ -50,6 +51,7 @@ def test_gemm_stages_hold_the_matmul(stack: str, tmp_path: Path) -> None:
         assert analyse(text).ops[op] >= 1, (stage, text[:500])
 
 
+@pytest.mark.slow
 def test_jax_cost_analysis_counts_the_gemm_flops(tmp_path: Path) -> None:
     import json
 
@@ -60,12 +62,14 @@ def test_jax_cost_analysis_counts_the_gemm_flops(tmp_path: Path) -> None:
     assert cost["flops"] == pytest.approx(2 * 16**3, rel=0.01)
 
 
+@pytest.mark.slow
 def test_an_eager_stack_reports_no_compiler_ir(tmp_path: Path) -> None:
     _, index = captured("numpy:eager", tmp_path)
     assert index["stages"] == {}
     assert "no compiler IR" in str(index["unavailable"])
 
 
+@pytest.mark.slow
 def test_diff_against_a_stack_without_the_stage_is_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -94,6 +98,7 @@ def test_ir_refuses_sweeps(capsys: pytest.CaptureFixture[str]) -> None:
     assert "one value per --param" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_run_capture_ir_stores_the_ir_with_the_run(tmp_path: Path) -> None:
     from stackwars.results import store
 
@@ -122,6 +127,7 @@ def test_run_capture_ir_stores_the_ir_with_the_run(tmp_path: Path) -> None:
     assert "dot_general" in captures[key]["stablehlo"]
 
 
+@pytest.mark.slow
 def test_torch_xla_exports_the_aten_graph(tmp_path: Path) -> None:
     folder, index = captured("torch:xla", tmp_path)
     stages = index["stages"]
@@ -129,6 +135,7 @@ def test_torch_xla_exports_the_aten_graph(tmp_path: Path) -> None:
     assert "aten.matmul" in (folder / stages["exported_graph"]).read_text()
 
 
+@pytest.mark.slow
 def test_torch_compile_gives_fx_graph_inductor_code_and_graph_breaks(tmp_path: Path) -> None:
     folder, index = captured("torch:compile", tmp_path)
     stages = index["stages"]

@@ -51,7 +51,9 @@ def imported_parts(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             modules = [node.module]
             if node.module == "stackwars":
-                modules = [f"stackwars.{alias.name}" for alias in node.names]
+                # The package's own attributes (__version__) belong to no layer.
+                names = [alias.name for alias in node.names if not alias.name.startswith("__")]
+                modules = [f"stackwars.{name}" for name in names]
         else:
             continue
         found.update(name.split(".")[1] for name in modules if name.startswith("stackwars."))

@@ -120,6 +120,7 @@ def test_blas_environment_records_the_variables(monkeypatch: pytest.MonkeyPatch)
     assert env["MKL_NUM_THREADS"] is None
 
 
+@pytest.mark.slow
 def test_gathering_metadata_imports_no_framework() -> None:
     code = (
         "import sys\n"

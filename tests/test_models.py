@@ -178,6 +178,7 @@ def run_cell(spec: CellSpec, tmp_path: Path) -> Cell:
     return CellRun(request).run()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
 def test_one_train_step_agrees_across_frameworks_at_tiny_scale(name: str, tmp_path: Path) -> None:
     for framework in ("jax", "torch", "tensorflow"):
@@ -194,6 +195,7 @@ def test_one_train_step_agrees_across_frameworks_at_tiny_scale(name: str, tmp_pa
     assert numpy_cell.status == "unsupported" and "autodiff" in numpy_cell.reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stack", ["jax:jit", "torch:eager"])
 def test_memory_prediction_is_within_a_factor_of_two_of_the_measured_peak(
     stack: str, tmp_path: Path
@@ -246,6 +248,7 @@ def test_find_max_batch_prints_one_row_per_cell_and_runs_nothing(
     assert not db.exists()
 
 
+@pytest.mark.slow
 def test_a_models_ir_is_captured_as_it_is_timed_on_jax_and_torch_xla(tmp_path: Path) -> None:
     from stackwars.api import capture_stack
     from stackwars.config import RunOptions

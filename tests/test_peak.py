@@ -252,6 +252,7 @@ def test_worker_records_failures_and_refuses_a_silent_dtype_change() -> None:
     assert "RuntimeError: no BLAS" in recorded(broken)["error"]
 
 
+@pytest.mark.slow
 def test_peak_modules_import_no_framework() -> None:
     probe = (
         "import json, sys\n"
@@ -293,6 +294,7 @@ def test_a_peak_past_its_timeout_stops_its_worker() -> None:
     assert after <= before
 
 
+@pytest.mark.slow
 def test_tables_place_cells_on_the_roofline_of_a_stored_peak(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -121,6 +121,7 @@ def test_a_worker_asked_for_an_unsupported_cell_says_why(tmp_path: Path) -> None
     assert pmap.NO_DEVICES in cell.reason
 
 
+@pytest.mark.slow
 def test_wrong_rows_from_the_devices_are_a_mismatch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from stackwars.api import machine_warnings
 from stackwars.frameworks.base import RunSettings
 from stackwars.runner.isolate import run_in_worker
@@ -58,6 +60,7 @@ def test_steady_compiles_unsettled_warm_up_and_instability_are_reported() -> Non
     assert "not stable: 95% CI half-width" in text
 
 
+@pytest.mark.slow
 def test_background_load_during_a_cell_is_reported(tmp_path: Path) -> None:
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
 README = Path(__file__).resolve().parents[1] / "README.md"
 STACKWARS = str(Path(sys.executable).with_name("stackwars"))
 REGRESSED = Path(__file__).resolve().parents[1] / "benchmarks" / "power" / "regressed_gemm.py"
@@ -125,12 +124,16 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     "stackwars run --workload poly --param n=64..4096:x2 --stacks numpy,jax:jit --repeat 3": [
         ["run", "--workload", "poly", "--param", "n=16..32:x2", *SMALL, "--repeat", "3"]
     ],
+    "stackwars run --workload gemm,selu --param n=512": [
+        ["run", "--workload", "gemm,selu", "--param", "n=32", *SMALL]
+    ],
     "stackwars list workloads | stacks | suites": [
         ["list", "workloads"],
         ["list", "stacks"],
         ["list", "suites"],
     ],
     "stackwars env [--peak]": [["env"]],
+    "stackwars --version": [["--version"]],
     "stackwars runs": [["runs"]],
     "stackwars show [RUN|latest] [--baseline jax:jit]": [
         ["show"],
@@ -367,6 +370,7 @@ def test_every_readme_command_is_listed() -> None:
     assert not_run == [INSTALL_AND_TEST, *NOT_RUN]
 
 
+@pytest.mark.slow
 def test_every_readme_command_works_from_another_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -390,6 +394,7 @@ def test_every_readme_command_works_from_another_folder(
     assert list(tmp_path.glob("stackwars-ir/*/jax_jit/stablehlo.txt"))
 
 
+@pytest.mark.slow
 def test_the_readme_python_runs_from_another_folder(tmp_path: Path) -> None:
     stackwars(["run", "--workload", "gemm", "--param", "n=16", *SMALL], tmp_path)
     for block in blocks("python"):

@@ -156,6 +156,7 @@ def test_bad_threshold_is_refused(two_runs: Path, capsys: pytest.CaptureFixture[
     assert "--threshold -1.0 must be a percentage" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_repeat_end_to_end_stores_each_worker(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     argv = [

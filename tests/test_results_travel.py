@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from stackwars.cli import main
+from stackwars.report.history import HISTORY_JSON_VERSION
 from stackwars.results import metadata, store
 from stackwars.results.run import Run, now
 from stackwars.results.schema import Cell, Steady
@@ -67,8 +68,9 @@ def test_runs_from_different_machines_are_never_judged(
     base = exported(tmp_path, "base", 1e-3, 1, "aaaaaaaaaaaa")
     slow = exported(tmp_path, "slow", 2e-3, 2, "bbbbbbbbbbbb")
     assert main(["compare", str(base), str(slow), "--fail-above", "10"]) == 0
-    out = " ".join(capsys.readouterr().out.split())
-    assert "warning: the runs come from different machines" in out
+    captured = capsys.readouterr()
+    out, err = " ".join(captured.out.split()), " ".join(captured.err.split())
+    assert "warning: the runs come from different machines" in err
     assert "not judged against --fail-above" in out and "REGRESSION" not in out
 
 
@@ -133,7 +135,8 @@ def test_history_never_mixes_machines_and_filters_by_label_and_machine(
     out = capsys.readouterr().out
     assert "on machine aaaaaaaaaaaa" in out and "on machine bbbbbbbbbbbb" in out
     assert (tmp_path / "h.md").read_text(encoding="utf-8").count("### ") == 2
-    assert len(json.loads((tmp_path / "h.json").read_text(encoding="utf-8"))) == 2
+    written = json.loads((tmp_path / "h.json").read_text(encoding="utf-8"))
+    assert written["schema_version"] == HISTORY_JSON_VERSION and len(written["series"]) == 2
     assert main([*argv, "--machine", "aaaaaaaaaaaa"]) == 0
     out = capsys.readouterr().out
     assert "a1" in out and "b1" not in out and "on machine" not in out

@@ -106,6 +106,7 @@ def no_wait_jax(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NoW
     JaxFramework.sync(framework, framework.last)
 
 
+@pytest.mark.slow
 def test_async_stack_whose_sync_does_not_wait_fails_physical_and_dispatch(
     no_wait_jax: NoWaitJax,
 ) -> None:
@@ -219,6 +220,7 @@ def test_a_missing_framework_is_unsupported_without_a_worker(
     )
 
 
+@pytest.mark.slow
 def test_a_worker_past_its_timeout_is_killed_and_fails(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -105,6 +105,7 @@ def test_results_frame_has_a_row_per_cell(tmp_path: Path) -> None:
     assert frame.columns[0] == "run_id"
 
 
+@pytest.mark.slow
 def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
     planned = [CellSpec("doubles", {"size": size}, "numpy:eager") for size in (1, 2, 3)]

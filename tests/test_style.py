@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# Each test runs a tool over the whole repository (pyright alone takes minutes).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

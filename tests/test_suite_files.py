@@ -24,6 +24,7 @@ stacks = ["numpy:eager"]
 """
 
 
+@pytest.mark.slow
 def test_a_suite_file_runs_its_cells(tmp_path: Path) -> None:
     path = tmp_path / "suite.toml"
     path.write_text(GOOD, encoding="utf-8")
@@ -73,6 +74,7 @@ def test_register_suite_adds_a_suite_once(monkeypatch: pytest.MonkeyPatch) -> No
         register_suite(suite)
 
 
+@pytest.mark.slow
 def test_rerun_repeats_a_stored_plan_exactly(tmp_path: Path) -> None:
     db = str(tmp_path / "db.sqlite")
     argv = ["run", "--workload-file", FAULTY, "--workload", "doubles", "--param", "size=8,16"]

@@ -263,7 +263,14 @@ def test_memory_estimate_covers_the_inputs_and_the_reference(name: str) -> None:
 # A stack that needs a process of its own (torch:xla, whose torchax breaks torch.compile for
 # the rest of the process) cannot run here; torch:xla refuses autograd in any case.
 GRAD_CELLS = [
-    pytest.param(name, given, str(stack), id=f"{name}-grad-{stack}")
+    pytest.param(
+        name,
+        given,
+        str(stack),
+        id=f"{name}-grad-{stack}",
+        # A compiling mode compiles the whole backward (torch.compile: 4-15 s here).
+        marks=pytest.mark.slow if stack.mode != "eager" else (),
+    )
     for name, given in (("ffn", {}), ("mha", {"causal": True}))
     for stack in all_stacks()
     # Keras stacks pick their backend once per process: test_keras.py runs them in workers.

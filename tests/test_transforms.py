@@ -37,6 +37,13 @@ STYLES = ("loop", "vmap", "vectorised")
 APIS = [(s, "func") for s in STACKS] + [(s, "autograd") for s in STACKS if s.framework == "torch"]
 
 
+def compiled_slow(*values: Any) -> Any:
+    """A case whose stack (its first value) compiles is slow: jax.jit, tf.function."""
+    stack = values[0]
+    marks = pytest.mark.slow if stack.mode != "eager" else ()
+    return pytest.param(*values, id="-".join(map(str, values)), marks=marks)
+
+
 def started(stack: Any, tmp_path: Path) -> Framework:
     reason = missing_reason(stack.framework)
     if reason:
@@ -59,7 +66,7 @@ def runs(name: str, params: dict[str, Any], stack: Any) -> bool:
     return not plan.skip_reason(CellSpec(name, params, str(stack)))
 
 
-@pytest.mark.parametrize(("stack", "api"), APIS, ids=str)
+@pytest.mark.parametrize(("stack", "api"), [compiled_slow(*case) for case in APIS])
 def test_seed_002_derivative_values_are_exact(stack: Any, api: str, tmp_path: Path) -> None:
     workload = workloads.get("derivatives")
     framework = started(stack, tmp_path)
@@ -149,7 +156,7 @@ def test_a_dropped_tangent_fails_hvp_parity() -> None:
 
 
 @pytest.mark.parametrize("name", ["vmap-convolve", "vmap-grad"])
-@pytest.mark.parametrize("stack", STACKS, ids=str)
+@pytest.mark.parametrize("stack", [compiled_slow(stack) for stack in STACKS])
 def test_every_style_matches_the_reference(stack: Any, name: str, tmp_path: Path) -> None:
     workload = workloads.get(name)
     cells = [workload.resolve({**workload.tiny, "style": style}) for style in STYLES]

@@ -30,6 +30,7 @@ def request(name: str, tmp_path: Path, params: dict[str, Any] | None = None) -> 
     )
 
 
+@pytest.mark.slow
 def test_a_correct_cell_is_ok(tmp_path: Path) -> None:
     cell = run_in_worker(request("doubles", tmp_path), timeout_s=60, budget_bytes=2**31)
     assert cell.status == "ok", cell.reason
@@ -38,6 +39,7 @@ def test_a_correct_cell_is_ok(tmp_path: Path) -> None:
     assert cell.memory.peak_rss_bytes and cell.memory.peak_tree_rss_bytes
 
 
+@pytest.mark.slow
 def test_an_exception_is_an_error_with_the_traceback(tmp_path: Path) -> None:
     cell = run_in_worker(request("fails", tmp_path), timeout_s=60, budget_bytes=2**31)
     assert cell.status == "error"
@@ -45,12 +47,14 @@ def test_an_exception_is_an_error_with_the_traceback(tmp_path: Path) -> None:
     assert "faulty_workloads.py" in cell.reason
 
 
+@pytest.mark.slow
 def test_a_hard_crash_is_an_error_naming_the_signal(tmp_path: Path) -> None:
     cell = run_in_worker(request("crashes", tmp_path), timeout_s=60, budget_bytes=2**31)
     assert cell.status == "error"
     assert signal.Signals.SIGSEGV.name in cell.reason
 
 
+@pytest.mark.slow
 def test_a_hang_is_a_timeout(tmp_path: Path) -> None:
     cell = run_in_worker(request("hangs", tmp_path), timeout_s=3, budget_bytes=2**31)
     assert cell.status == "timeout"
@@ -58,6 +62,7 @@ def test_a_hang_is_a_timeout(tmp_path: Path) -> None:
     assert cell.wall_s is not None and cell.wall_s < 30
 
 
+@pytest.mark.slow
 def test_memory_past_the_budget_is_oom(tmp_path: Path) -> None:
     cell = run_in_worker(request("hogs", tmp_path), timeout_s=60, budget_bytes=400 * 2**20)
     assert cell.status == "oom"
@@ -66,6 +71,7 @@ def test_memory_past_the_budget_is_oom(tmp_path: Path) -> None:
     assert cell.memory.peak_tree_rss_bytes > 400 * 2**20
 
 
+@pytest.mark.slow
 def test_a_wrong_result_is_a_mismatch_not_a_speed(tmp_path: Path) -> None:
     cell = run_in_worker(request("wrong", tmp_path), timeout_s=60, budget_bytes=2**31)
     assert cell.status == "mismatch"
@@ -89,6 +95,7 @@ def test_a_framework_that_fails_to_import_is_unsupported_with_the_fix(
     assert "pip install 'stackwars[numpy]'" in cell.reason
 
 
+@pytest.mark.slow
 def test_a_run_goes_on_past_failures_and_exit_status_follows_strict(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     base = [
@@ -114,6 +121,7 @@ def test_a_run_goes_on_past_failures_and_exit_status_follows_strict(tmp_path: Pa
     assert [c["status"] for c in cells] == ["ok"]
 
 
+@pytest.mark.slow
 def test_stacks_without_an_implementation_are_listed_unsupported(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     code = main(
@@ -141,6 +149,7 @@ def test_stacks_without_an_implementation_are_listed_unsupported(tmp_path: Path)
     assert "no jax implementation" in cells["jax:jit"]["reason"]
 
 
+@pytest.mark.slow
 def test_a_framework_not_installed_is_unsupported_without_a_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from stackwars import workloads
-from stackwars.frameworks import FRAMEWORKS, all_stacks, missing_reason
+from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, missing_reason
 from stackwars.frameworks.base import RunSettings, flatten
 from stackwars.runner.protocol import CellSpec, Request
 from stackwars.runner.worker import CellRun
@@ -43,15 +44,17 @@ def test_workload_is_complete_and_deterministic(name: str) -> None:
 
 
 OWN_PROCESS = "needs a process of its own; run through workers in test_torch_xla.py"
+
+
+def marks(stack: Stack) -> Any:
+    """Skipped where the stack needs a process of its own; slow where its mode compiles."""
+    if stack.info.needs_own_process(stack.mode):
+        return pytest.mark.skip(reason=OWN_PROCESS)
+    return pytest.mark.slow if stack.mode != "eager" else ()
+
+
 CELLS = [
-    pytest.param(
-        name,
-        str(stack),
-        id=f"{name}-{stack}",
-        marks=pytest.mark.skip(reason=OWN_PROCESS)
-        if stack.info.needs_own_process(stack.mode)
-        else (),
-    )
+    pytest.param(name, str(stack), id=f"{name}-{stack}", marks=marks(stack))
     for name in BUILTIN
     for stack in all_stacks()
     # Keras picks its backend once per process: test_keras.py runs its stacks in workers.

@@ -1,10 +1,12 @@
-"""The service layer: everything stackwars does, with typed options, returning data.
+"""The service layer: what measures or touches the results store, typed options in, data out.
 
-The command line (``commands/``) turns arguments into these options, calls one function here
-and renders what comes back (``report/``); notebooks and other tools call the same functions
-(``stackwars.run`` is :func:`run`). Nothing here prints: progress goes to the ``Reporter``
-given, and every failure a user can cause is a :class:`stackwars.errors.UsageError` that says
-how to fix it.
+Commands (``commands/``) call it, or ``behave.py`` and ``claimcheck.py`` above it, for every
+run, store access and instrument (``stored.py``'s and ``instruments.py``'s are re-exported
+here) and render with ``report/``; where nothing is measured or stored they read lower layers
+directly (``results/`` types, merging and JSON, names and parsing, ``runner/plan.py``, ``ir``
+analysis). Notebooks call the same functions (``stackwars.run`` is :func:`run`). Nothing here
+prints: progress goes to the ``Reporter`` given, and every failure a user can cause is a
+:class:`stackwars.errors.UsageError` that says how to fix it.
 """
 
 from __future__ import annotations
@@ -74,9 +76,10 @@ from stackwars.timing.timer import TimingConfig
 
 @dataclass(frozen=True)
 class Selection:
-    """Which cells: a suite (default ``quick``) or one workload, with parameter values written
-    as on the command line (``"n=256,1024"``, ``"n=64..4096:x2"``), stacks as a comma list
-    (``"numpy,jax:jit"``; None: every stack), the device, and whether results go to host."""
+    """Which cells: a suite (default ``quick``) or workloads (``"gemm"``, ``"gemm,selu"``),
+    with parameter values written as on the command line (``"n=256,1024"``,
+    ``"n=64..4096:x2"``), stacks as a comma list (``"numpy,jax:jit"``; None: every stack), the
+    device, and whether results go to host."""
 
     suite: str | None = None
     workload: str | None = None
@@ -127,9 +130,9 @@ def choose_cells(selection: Selection) -> tuple[list[CellSpec], Suite | None]:
     device = parse_device(selection.device)
     stacks = parse_stacks(selection.stacks) if selection.stacks else None
     if selection.workload:
-        workload = workloads.get(selection.workload)
-        values = plan.parse_param_args(workload, selection.params)
-        cells = plan.cells_for(workload, values, stacks or default_stacks(), device)
+        cells = plan.workload_cells(
+            selection.workload, selection.params, stacks or default_stacks(), device
+        )
         suite = None
     else:
         suite = (

@@ -1,7 +1,8 @@
 """The ``stackwars`` command: argument parsing and dispatch only.
 
 Exit status: 0 when every cell ran, whatever its status (failures are data); 1 with
-``--strict`` when a cell is not ok; 2 on bad input; 130 when interrupted.
+``--strict`` when a cell is not ok; 2 on bad input (a bare ``stackwars`` too: it prints the
+help); 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from stackwars import cli_parsers, commands
+from stackwars import __version__, cli_parsers, commands
 from stackwars.config import CACHE_MODES, EXECUTORS
 from stackwars.errors import UsageError
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+NO_COMMAND = "stackwars: no command given; 'stackwars run' runs the quick suite"
 
 RUN_EXAMPLES = """\
 examples:
@@ -76,7 +78,11 @@ def _add_run(subparsers: argparse._SubParsersAction[_Parser]) -> None:
     what = run.add_argument_group("what to run")
     choice = what.add_mutually_exclusive_group()
     choice.add_argument("--suite", help="a named suite (see 'stackwars list suites')")
-    choice.add_argument("--workload", help="one workload (see 'stackwars list workloads')")
+    choice.add_argument(
+        "--workload",
+        help="workloads, a comma list (see 'stackwars list workloads'); a --param goes to "
+        "each of them that has it",
+    )
     choice.add_argument(
         "--suite-file", metavar="PATH", help="a suite written in TOML (see docs/methodology.md)"
     )
@@ -242,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
             "memory and parity."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"stackwars {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_run(subparsers)
     listing = subparsers.add_parser("list", help="list workloads, stacks or suites")
@@ -284,12 +291,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    command = args.command or "run"
-    if args.command is None:
-        args = build_parser().parse_args(["run"])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # a bare 'stackwars' starts nothing: a run takes minutes
+        parser.print_help(sys.stderr)
+        print(f"\n{NO_COMMAND}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
-        return commands.dispatch(command, args, list(sys.argv if argv is None else argv))
+        return commands.dispatch(args.command, args, list(sys.argv if argv is None else argv))
     except UsageError as exc:
         print(f"stackwars: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -12,7 +12,11 @@ The tree::
     │   ├── BudgetError             a cell that cannot fit the memory budget
     │   ├── WorkloadFileError       a --workload-file that cannot be imported
     │   ├── ClaimError              a claim (file or one-line form) that does not parse
-    │   └── StoreError              a results store that is corrupt, foreign or locked
+    │   ├── StoreError              a results store that is corrupt, foreign or locked
+    │   ├── RayMissingError (runner/executors.py)
+    │   │                           --executor ray without Ray installed
+    │   └── RayConnectError (runner/ray_executor.py)
+    │                               a Ray cluster that cannot be reached or joined
     └── PeakError (results/peak.py) the machine's peak could not be measured or read
 
 Failures of the work itself (an exception in a framework, a crash, a hang, running out of

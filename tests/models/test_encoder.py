@@ -35,6 +35,13 @@ GRAD_RTOL = 1e-4
 by_name = pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
 
 
+def stacks(runners: dict[str, Any], compiling: set[str]) -> list[Any]:
+    """The runners' names as cases, those that compile (jax.jit, XLA) marked slow."""
+    return [
+        pytest.param(name, marks=pytest.mark.slow if name in compiling else ()) for name in runners
+    ]
+
+
 def tiny(spec: ModelSpec) -> dict[str, Any]:
     return dict(spec.configs["tiny"])
 
@@ -174,7 +181,7 @@ RUNNERS: dict[str, Callable[..., Any]] = {
 
 
 @by_name
-@pytest.mark.parametrize("stack", list(RUNNERS))
+@pytest.mark.parametrize("stack", stacks(RUNNERS, {"jax-jit", "tf-xla"}))
 def test_forward_matches_numpy_float64(spec: ModelSpec, stack: str) -> None:
     config = tiny(spec)
     params, (x, _) = weights(spec, config), batch(spec, config)
@@ -248,7 +255,7 @@ GRADIENTS: dict[str, Callable[..., Any]] = {
 
 
 @by_name
-@pytest.mark.parametrize("stack", list(GRADIENTS))
+@pytest.mark.parametrize("stack", stacks(GRADIENTS, {"jax", "tf-xla"}))
 def test_loss_and_gradients_agree(spec: ModelSpec, stack: str) -> None:
     """float32 loss and gradients of each framework against torch autograd in float64, whose
     loss is in turn the NumPy forward's cross-entropy."""

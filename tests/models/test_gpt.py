@@ -89,6 +89,7 @@ def test_torch_forward_matches_numpy(spec: ModelSpec) -> None:
     assert relative_error(logits.numpy(), reference(spec)) < FORWARD_TOL
 
 
+@pytest.mark.slow
 @by_spec
 def test_jax_forward_matches_numpy(spec: ModelSpec) -> None:
     jax = pytest.importorskip("jax")
@@ -118,6 +119,7 @@ def keras_model(spec: ModelSpec, dtype: str = "float32") -> Any:
     return model
 
 
+@pytest.mark.slow
 @by_spec
 def test_tensorflow_forward_matches_numpy(spec: ModelSpec) -> None:
     model = keras_model(spec)
@@ -201,6 +203,7 @@ def tensorflow_loss_and_grads(spec: ModelSpec, jit: bool) -> tuple[float, dict[s
     return float(loss), dict(zip(variables, dense, strict=True))
 
 
+@pytest.mark.slow
 @by_spec
 def test_loss_and_gradients_agree_across_frameworks(spec: ModelSpec) -> None:
     """float32 losses and gradients of every framework against torch autograd in float64
@@ -285,6 +288,7 @@ def test_forward_flops_count_every_kernel(spec: ModelSpec) -> None:
     assert batch * seq * config["vocab"] < sizes.peak_live < sizes.saved
 
 
+@pytest.mark.slow
 def test_keras_bfloat16_build() -> None:
     """Keras variables and logits in bfloat16, the loss in float32."""
     spec = gpt.GPT_NEO_1_3B

@@ -20,6 +20,8 @@ BATCH, SEQ = 2, 8
 FORWARD_TOL = 1e-5
 LOSS_TOL = 1e-5
 GRAD_TOL = 1e-4
+# The compiled case of a test (jax.jit, XLA) is slow: it compiles the whole model.
+COMPILED = pytest.param(True, marks=pytest.mark.slow)
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +99,7 @@ def test_torch_forward_matches_numpy(weights32: Any, batch: Any, reference: Any)
     assert relative_error(logits.numpy(), reference) <= FORWARD_TOL
 
 
-@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("jit", [False, COMPILED], ids=["eager", "jit"])
 def test_jax_forward_matches_numpy(weights32: Any, batch: Any, reference: Any, jit: bool) -> None:
     jax = pytest.importorskip("jax")
     from stackwars.workloads.models import llama_jax
@@ -109,7 +111,7 @@ def test_jax_forward_matches_numpy(weights32: Any, batch: Any, reference: Any, j
     assert relative_error(logits, reference) <= FORWARD_TOL
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize("compiled", [False, COMPILED], ids=["eager", "xla"])
 def test_tf_forward_matches_numpy(
     weights32: Any, batch: Any, reference: Any, compiled: bool
 ) -> None:
@@ -184,6 +186,7 @@ def test_torch_loss_and_grads(weights32: Any, batch: Any, reference_grads: Any) 
     check_loss_and_grads(*torch_loss_and_grads(module, batch), reference_grads)
 
 
+@pytest.mark.slow
 def test_jax_loss_and_grads(weights32: Any, batch: Any, reference_grads: Any) -> None:
     jax = pytest.importorskip("jax")
     from stackwars.workloads.models import llama_jax
@@ -196,7 +199,7 @@ def test_jax_loss_and_grads(weights32: Any, batch: Any, reference_grads: Any) ->
     check_loss_and_grads(float(loss), grads, reference_grads)
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "xla"])
+@pytest.mark.parametrize("compiled", [False, COMPILED], ids=["eager", "xla"])
 def test_tf_loss_and_grads(
     weights32: Any, batch: Any, reference_grads: Any, compiled: bool
 ) -> None:

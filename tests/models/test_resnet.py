@@ -161,6 +161,14 @@ def tf_forward(jit: bool) -> Callable[[Mapping[str, Any], Any], Any]:
     return run
 
 
+def cases(stacks: Mapping[str, Any]) -> list[Any]:
+    """The stacks as cases, those that compile the model (jax.jit, XLA) marked slow."""
+    return [
+        pytest.param(name, marks=pytest.mark.slow if name in ("jax-jit", "tf-xla") else ())
+        for name in stacks
+    ]
+
+
 STACKS = {
     "torch": ("torch", torch_forward),
     "jax": ("jax", jax_forward(jit=False)),
@@ -170,7 +178,7 @@ STACKS = {
 }
 
 
-@pytest.mark.parametrize("stack", list(STACKS))
+@pytest.mark.parametrize("stack", cases(STACKS))
 def test_forward_matches_numpy(stack: str, weights: Any, data: Any) -> None:
     framework, run = STACKS[stack]
     pytest.importorskip(framework)
@@ -268,7 +276,7 @@ def trained_float64(weights: Any, data: Any) -> Trained:
     return torch_train(weights, *data)
 
 
-@pytest.mark.parametrize("stack", list(TRAIN_STACKS))
+@pytest.mark.parametrize("stack", cases(TRAIN_STACKS))
 def test_loss_and_gradients_match(
     stack: str, weights: Any, data: Any, trained_float64: Any
 ) -> None:

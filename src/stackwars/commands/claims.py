@@ -13,7 +13,7 @@ from stackwars.claims.line import parse_line
 from stackwars.claims.spec import Claim, with_overrides
 from stackwars.claims.verdict import FAILS
 from stackwars.report.claims import claims_markdown, claims_table, verdict_counts
-from stackwars.report.console import report_console
+from stackwars.report.console import report_console, warn
 from stackwars.report.progress import Progress
 from stackwars.results.jsonio import write_atomically
 from stackwars.timing.compare import MIN_WORKERS
@@ -44,9 +44,11 @@ def _check(chosen: list[Claim], args: argparse.Namespace, argv: list[str]) -> in
     prepared = claimcheck.prepare(with_overrides(chosen, args.param), measure, argv, args.label)
     console = report_console()
     for warning in prepared.planned.warnings:
-        console.print(Text(f"warning: {warning}"))
+        warn(warning)
     results = api.open_store(args.db)
-    with Progress(total=len(prepared.planned.cells), quiet=args.quiet) as progress:
+    cells = prepared.planned.cells
+    stacks = [cell.spec.stack for cell in cells if not cell.skip_reason]
+    with Progress(len(cells), quiet=args.quiet, stacks=stacks) as progress:
         record = claimcheck.measure(prepared, results, progress, settings)
 
     def note(text: str) -> None:

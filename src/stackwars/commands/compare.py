@@ -10,7 +10,7 @@ from pathlib import Path
 
 from stackwars import api
 from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
-from stackwars.report.console import report_console
+from stackwars.report.console import report_console, warn
 from stackwars.results.comparison import Gate, gate_failures
 from stackwars.results.jsonio import write_atomically
 
@@ -34,7 +34,7 @@ def compare(args: argparse.Namespace, argv: list[str]) -> int:
         api.load_side(args.run_a, args.db), api.load_side(args.run_b, args.db)
     )
     if mismatch:
-        console.print(f"warning: {mismatch}; no cell is judged")
+        warn(f"{mismatch}; no cell is judged")
     gate = gate_of(args)
     for part in comparison_report(rows, title, gate):
         console.print(part)
@@ -44,7 +44,9 @@ def compare(args: argparse.Namespace, argv: list[str]) -> int:
     if args.json:
         write_atomically(Path(args.json), json.dumps(comparison_json(rows, gate), indent=1))
     if args.github_summary:
-        console.print(append_github_summary(markdown))
+        appended = append_github_summary(markdown)
+        if appended:
+            console.print(appended)
     return EXIT_REGRESSION if gate_failures(rows, gate) else 0
 
 
@@ -53,10 +55,12 @@ def gate_of(args: argparse.Namespace) -> Gate:
 
 
 def append_github_summary(markdown: str) -> str:
-    """Append to the job summary GitHub Actions reads; what was done, in one line."""
+    """Append to the job summary GitHub Actions reads; what was done, in one line ('' and a
+    warning when there is no summary to append to)."""
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
-        return "warning: GITHUB_STEP_SUMMARY is not set (not in GitHub Actions); nothing appended"
+        warn("GITHUB_STEP_SUMMARY is not set (not in GitHub Actions); nothing appended")
+        return ""
     with Path(path).open("a", encoding="utf-8") as summary:
         summary.write(markdown + "\n")
     return f"comparison appended to the job summary ({path})"

@@ -9,6 +9,7 @@ from pathlib import Path
 from stackwars import api
 from stackwars.report.console import report_console
 from stackwars.report.history import (
+    history_file,
     history_json,
     history_markdown,
     history_table,
@@ -33,5 +34,5 @@ def history(args: argparse.Namespace, argv: list[str]) -> int:
     if args.markdown:
         Path(args.markdown).write_text("\n".join(markdown), encoding="utf-8")
     if args.json:
-        write_atomically(Path(args.json), json.dumps(data, indent=1))
+        write_atomically(Path(args.json), json.dumps(history_file(data), indent=1))
     return 0

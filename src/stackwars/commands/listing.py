@@ -8,7 +8,7 @@ from rich.table import Table
 
 from stackwars import api, workloads
 from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, stack_missing_reason
-from stackwars.report.console import report_console
+from stackwars.report.console import report_console, warn
 from stackwars.report.env import render_env
 from stackwars.report.peak import peak_rows
 from stackwars.results import metadata
@@ -65,7 +65,7 @@ def env(args: argparse.Namespace, argv: list[str]) -> int:
         console.print(f"stored in {path}")
     stored, stale = api.usable_peak(metadata.machine_info())
     if stale:
-        console.print(f"warning: {stale}")
+        warn(stale)
     if stored is None:
         console.print("peak: none for this machine; run 'stackwars env --peak' (once per machine)")
         return 0

@@ -12,7 +12,7 @@ from stackwars import api
 from stackwars.report.behave import behave_report
 from stackwars.report.claims import claim_results, claims_markdown, claims_table
 from stackwars.report.comparison import comparison_report
-from stackwars.report.console import report_console
+from stackwars.report.console import report_console, warn
 from stackwars.report.crossover import crossovers, find_sweeps, sweep_table
 from stackwars.report.derived import derived_tables
 from stackwars.report.export import outcomes_csv, to_csv
@@ -59,7 +59,7 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
     cells = merge_repeats(record.cells)
     peak, stale = api.usable_peak(record.machine)
     if stale:
-        console.print(f"warning: {stale}")
+        warn(stale)
     tables = build_tables(cells, peak)
     console.print(render_rich(tables))
     derived, derived_markdown = derived_tables(record.cells)

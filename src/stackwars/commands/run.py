@@ -8,7 +8,7 @@ from pathlib import Path
 
 from stackwars import adaptive, api
 from stackwars.errors import UsageError
-from stackwars.report.console import report_console
+from stackwars.report.console import report_console, warn
 from stackwars.report.derived import derived_tables
 from stackwars.report.maxbatch import max_batch_table
 from stackwars.report.progress import Progress
@@ -79,9 +79,10 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
     try:
         results = api.open_store(args.db)
         for warning in planned.warnings:
-            console.print(f"warning: {warning}")
+            warn(warning)
         json_path = Path(args.json) if args.json else None
-        with Progress(total=len(planned.cells), quiet=args.quiet) as progress:
+        stacks = [cell.spec.stack for cell in planned.cells if not cell.skip_reason]
+        with Progress(len(planned.cells), quiet=args.quiet, stacks=stacks) as progress:
 
             def execute(part: api.PlannedRun) -> Run:
                 return api.execute(part, results, progress, json_path, executor)
@@ -97,7 +98,7 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
         executor.close()
     peak, stale = api.usable_peak(record.machine)
     if stale:
-        console.print(f"warning: {stale}")
+        warn(stale)
     tables = build_tables(merge_repeats(record.cells), peak)
     console.print(render_rich(tables))
     derived, derived_markdown = derived_tables(record.cells)

@@ -26,6 +26,18 @@ from stackwars.timing.compare import (
     compare,
 )
 
+# The format of ``stackwars history --json``. Readers ignore fields they do not know; a field is
+# renamed or removed only with a new version.
+#
+# History of HISTORY_JSON_VERSION:
+#
+# * 1 (2026-11-23): no version written: the file was the series themselves, a mapping from a
+#   series' title (cell, and machine when the runs come from several) to its points, each
+#   ``run``, ``started``, ``status``, ``median_s`` and ``step`` (the comparison with the
+#   previous ok point, null when it is no difference).
+# * 2 (2026-11-25): ``{"schema_version": 2, "series": {...}}``, the series as in 1.
+HISTORY_JSON_VERSION = 2
+
 
 @dataclass(frozen=True)
 class Point:
@@ -113,6 +125,11 @@ def history_markdown(title: str, points: list[Point]) -> str:
         change = f"STEP: {step.describe()}" if step else ""
         lines.append(f"| {point.run_id} | {point.started} | {cell.status} | {median} | {change} |")
     return "\n".join(lines) + "\n"
+
+
+def history_file(series: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """What ``history --json`` writes: the series (``history_json`` each), versioned."""
+    return {"schema_version": HISTORY_JSON_VERSION, "series": dict(series)}
 
 
 def history_json(points: list[Point]) -> list[dict[str, Any]]:

@@ -24,6 +24,11 @@ FINGERPRINT_SAMPLES = 16
 # float32 rounding of the same computation (the workload's control) is: other summation orders,
 # fused kernels and library approximations stay well inside it, a wrong result does not.
 CONTROL_FACTOR = 10
+# A miss within this many tolerances (and this far from the reference, relative to its RMS)
+# looks like rounding rather than a wrong result, which misses by far more: a sum over k terms
+# gathers rounding error with k, and a workload that declares no error_growth gets a hint.
+ROUNDING_HINT_TOLERANCES = 1000
+ROUNDING_HINT_MAX_RELATIVE = 0.05
 
 
 def computed_dtype(arrays: list[np.ndarray]) -> str:
@@ -100,7 +105,26 @@ def check(
             )
     parity.max_abs_err, parity.max_rel_err = worst_abs, worst_rel
     parity.ok = not failures
+    if failures and controls is None:
+        failures.extend(filter(None, [_error_growth_hint(workload, params, parity)]))
     return parity, "; ".join(failures)
+
+
+def _error_growth_hint(workload: Workload, params: Mapping[str, Any], parity: Parity) -> str:
+    """How to declare accumulated rounding, when the miss is rounding-sized and the workload
+    allows its dtype's base tolerance only (no ``error_growth``)."""
+    if workload.error_growth(params) != 1.0 or parity.rtol is None or parity.max_rel_err is None:
+        return ""
+    times = parity.max_rel_err / parity.rtol
+    bound = min(ROUNDING_HINT_TOLERANCES * parity.rtol, ROUNDING_HINT_MAX_RELATIVE)
+    if not parity.max_rel_err <= bound:
+        return ""
+    return (
+        f"an error {times:.0f}x the tolerance is the size of rounding: if the result sums many "
+        "terms (a matmul, a reduction), its rounding error grows with their number; declare "
+        "it with Workload(error_growth=...), e.g. lambda params: math.sqrt(params['n']) for "
+        "sums of n terms, which multiplies the tolerance"
+    )
 
 
 def _check_sampled(

@@ -101,6 +101,31 @@ def cells_for(
     ]
 
 
+def workload_cells(
+    names: str, args: Sequence[str], stacks: Iterable[Stack], device: str
+) -> list[CellSpec]:
+    """``--workload gemm,selu``: each workload's cells in turn. With one workload every
+    ``--param`` must be its own; with several, each goes to those that have it."""
+    chosen = [workloads.get(name.strip()) for name in names.split(",")]
+    repeated = sorted({w.name for w in chosen if chosen.count(w) > 1})
+    if repeated:
+        raise ParameterError(f"--workload {names!r} names {', '.join(repeated)} twice; once each")
+    stack_list = list(stacks)
+    if len(chosen) == 1:
+        return cells_for(chosen[0], parse_param_args(chosen[0], args), stack_list, device)
+    for arg in args:
+        name = arg.partition("=")[0].strip()
+        if not any(name in workload.defaults() for workload in chosen):
+            raise ParameterError(
+                f"--param {arg!r}: none of the workloads {names!r} has a parameter {name!r}"
+            )
+    cells: list[CellSpec] = []
+    for workload in chosen:
+        own = [arg for arg in args if arg.partition("=")[0].strip() in workload.defaults()]
+        cells.extend(cells_for(workload, parse_param_args(workload, own), stack_list, device))
+    return cells
+
+
 def suite_param_args(suite: Suite, args: Sequence[str]) -> dict[str, list[Any]]:
     """``--param`` values that override a suite's, for every entry whose workload has them
     (e.g. ``scale=tiny`` for the model suites); a name no entry has is refused."""

@@ -4,7 +4,7 @@ A :class:`Timer` is given plain callables: ``call`` (one invocation of the prepa
 ``sync`` (wait for a result), a ``clock``, a compile counter and a CPU-usage probe. It never
 knows which framework it times, and tests drive it with a fake clock and a fake sync.
 
-Protocol (design.md, "The timing protocol"):
+Protocol (docs/methodology.md, "The timing protocol", gives the reasons):
 
 1. first run: one call, synchronised (``first_call`` may differ from ``call``, e.g. to trace);
 2. second run: one call, synchronised;
