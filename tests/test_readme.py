@@ -146,6 +146,28 @@ AS_RUN: dict[str, list[list[str]] | None] = {
         ["export", "latest", "--format", "csv", "--out", "cells.csv"],
     ],
     "stackwars compare RUN_A RUN_B [--fail-above 5]": [["compare", "latest", "latest"]],
+    "stackwars ab --candidate-env REGRESS_EXTRA=0.1 --fail-above 5 -- --workload-file "
+    "benchmarks/power/regressed_gemm.py --workload regressed-gemm --stacks numpy": [
+        [
+            "ab",
+            "--candidate-env",
+            "REGRESS_EXTRA=0.1",
+            "--fail-above",
+            "100",
+            "--max-rounds",
+            "3",
+            "--",
+            "--workload-file",
+            str(REGRESSED),
+            "--workload",
+            "regressed-gemm",
+            "--param",
+            "n=256",
+            "--stacks",
+            "numpy",
+            *FAST,
+        ]
+    ],
     "stackwars history --workload gemm --stack jax:jit": [
         ["history", "--workload", "gemm", "--stack", "jax:jit"]
     ],
@@ -170,27 +192,8 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     "stackwars claims --builtin": [
         ["claims", "--builtin", "--only", "seed002-jit-poly-6x*", "--param", "n=32", *FAST]
     ],
-    "stackwars ab --candidate-env REGRESS_EXTRA=0.1 --fail-above 5 -- --workload-file "
-    "benchmarks/power/regressed_gemm.py --workload regressed-gemm --stacks numpy": [
-        [
-            "ab",
-            "--candidate-env",
-            "REGRESS_EXTRA=0.1",
-            "--fail-above",
-            "100",
-            "--max-rounds",
-            "3",
-            "--",
-            "--workload-file",
-            str(REGRESSED),
-            "--workload",
-            "regressed-gemm",
-            "--param",
-            "n=256",
-            "--stacks",
-            "numpy",
-            *FAST,
-        ]
+    'stackwars claim "jax:jit >= 6x numpy:eager on poly n=10000"': [
+        ["claim", "jax:jit >= 6x numpy:eager on poly n=10000", "--param", "n=32", *FAST]
     ],
     "stackwars ab --baseline-python base/.venv/bin/python --candidate-python .venv/bin/python "
     "--fail-above 5 -- --suite quick": [
@@ -211,9 +214,6 @@ AS_RUN: dict[str, list[list[str]] | None] = {
             "numpy",
             *FAST,
         ]
-    ],
-    'stackwars claim "jax:jit >= 6x numpy:eager on poly n=10000"': [
-        ["claim", "jax:jit >= 6x numpy:eager on poly n=10000", "--param", "n=32", *FAST]
     ],
     "stackwars run --suite quick --repeat 3 --label main --json baseline.json": [
         [
