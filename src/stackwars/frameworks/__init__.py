@@ -84,7 +84,9 @@ TF_PROFILER = Profiler(
     blind_spots=(
         "tf.profiler records each TensorFlow kernel (an eager op, a graph node, an XLA "
         "operation under xla) on the thread that runs it, and when its Eigen threads start "
-        "work; not what happens inside a kernel"
+        "work; not what happens inside a kernel. Under graph, the executor leaves some cheap "
+        "kernels untraced even at the verbose host-tracer level used here (seen on GPT-2's "
+        "layer-norm and residual additions): their time counts as overhead/idle"
     ),
 )
 _BACKEND_PROFILERS = {

@@ -91,7 +91,8 @@ def words(name: str) -> list[str]:
 def of_name(name: str) -> str:
     """The category of an operation known by its name only."""
     whole = name.lower().removeprefix("aten::").strip("_")
-    base = re.sub(r"\.\d+$", "", whole.rsplit(":", 1)[-1]).strip("_")
+    # A TensorFlow node is "node:Type"; oneDNN's kernels are its types prefixed with _Mkl.
+    base = re.sub(r"\.\d+$", "", whole.rsplit(":", 1)[-1]).strip("_").removeprefix("mkl")
     if {whole, base} & _MATMUL_WORDS:
         return MATMUL
     if {whole, base} & _REDUCTION_WORDS:

@@ -49,7 +49,9 @@ def profile_calls(call: Callable[[], Any], calls: int, out_dir: Path) -> Trace:
     import tensorflow as tf
 
     logdir = out_dir / "tf-trace"
-    tf.profiler.experimental.start(str(logdir))
+    # At the default level (2) the graph executor traces only the kernels it deems expensive.
+    options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=3)
+    tf.profiler.experimental.start(str(logdir), options=options)
     try:
         seconds = timed_calls(
             call, calls, lambda index: tf.profiler.experimental.Trace(annotation(index))
