@@ -115,6 +115,7 @@ def test_the_categories_add_up_to_the_traced_time_and_name_xla_operations_from_t
     assert rows["ynn_fusion.1"].hlo == "fusion: dot"
     assert rows["ynn_fusion"].hlo == "fusion: reduce"  # the reducer's add is not counted
     assert found.hlo_joined == pytest.approx(60 / 65)
+    assert found.xla_modules == ["jit_f"]
     assert found.adds_up is not None and found.adds_up.within
 
 

@@ -50,6 +50,7 @@ def fill(profile: Profile, trace: Trace, hlo: Mapping[str, Instruction]) -> Prof
     profile.fusions_per_call = sum(row.per_call for row in profile.ops if _fused(row))
     profile.threads = list(trace.threads)
     profile.hlo_joined = joined_share(ops, shares, hlo)
+    profile.xla_modules = sorted({op.module for op in ops if op.module})
     ordered = sorted(trace.call_s)
     profile.profiled_s = ordered[len(ordered) // 2]
     profile.profiled_mean_s = sum(trace.call_s) / calls

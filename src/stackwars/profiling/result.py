@@ -70,6 +70,7 @@ class Profile:
     threads: list[str] = field(default_factory=list)  # threads active during the calls
     framework_threads: dict[str, Any] = field(default_factory=dict)  # as the framework says
     hlo_joined: float | None = None  # share of operation time found in the optimized HLO
+    xla_modules: list[str] = field(default_factory=list)  # the XLA executables the calls ran
     files: dict[str, str] = field(default_factory=dict)
     blind_spots: str = ""
     notes: list[str] = field(default_factory=list)
