@@ -60,6 +60,9 @@ class Profile:
     calls: int = 0
     steady_s: float | None = None  # unprofiled: the timing protocol's median
     steady_ci95_s: tuple[float, float] | None = None
+    # The unprofiled steady state's CPU time and page faults per call (the timing protocol's):
+    # what a trace of operations does not show, such as the kernel zeroing fresh pages.
+    cpu: dict[str, float | None] = field(default_factory=dict)
     profiled_s: float | None = None  # median of the profiled calls, host clock
     profiled_mean_s: float | None = None
     traced_s: float | None = None  # per call, from the profiler's annotations

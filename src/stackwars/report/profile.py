@@ -58,6 +58,8 @@ ROWS: list[tuple[str, Callable[[Profile], str]]] = [
     ("= traced per call", lambda p: format_seconds(p.traced_s)),
     ("operations per call", lambda p: _per_call(p.ops_per_call)),
     ("of them fused kernels", lambda p: _per_call(p.fusions_per_call)),
+    ("page faults (unprofiled)", lambda p: _per_call(p.cpu.get("page_faults_per_call"))),
+    ("system CPU (unprofiled)", lambda p: format_seconds(p.cpu.get("sys_s_per_call"))),
     ("XLA executables", lambda p: str(len(p.xla_modules)) if p.xla_modules else ""),
     ("threads active", lambda p: str(len(p.threads)) if p.threads else ""),
     ("XLA ops named from HLO", lambda p: "" if p.hlo_joined is None else f"{p.hlo_joined:.0%}"),

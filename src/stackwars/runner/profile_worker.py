@@ -12,6 +12,7 @@ profiler's files go into out_dir. Like the timing worker, it always answers: fai
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import traceback
@@ -71,12 +72,14 @@ def _profile(
 
 
 def _steady(profile: Profile, cell: Cell) -> None:
-    """The unprofiled steady state, and the threads the framework says it uses."""
+    """The unprofiled steady state, its CPU time and page faults, and the threads the
+    framework says it uses."""
     steady = cell.steady
     if steady is not None:
         profile.steady_s = steady.median_s
         if steady.ci95_low_s is not None and steady.ci95_high_s is not None:
             profile.steady_ci95_s = (steady.ci95_low_s, steady.ci95_high_s)
+    profile.cpu = dataclasses.asdict(cell.cpu)
     settings = (cell.settings or {}).get("framework", {})
     profile.framework_threads = {k: v for k, v in settings.items() if "thread" in k}
 
