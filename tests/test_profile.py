@@ -144,6 +144,8 @@ def test_the_host_clock_check_fails_when_the_trace_misses_time() -> None:
         ("graph_0_cpp_fused_exp_gt_mul_sub_sum_where_0", categories.ELEMENTWISE),
         ("aten::native_layer_norm", categories.ELEMENTWISE),
         ("Greater:Greater", categories.ELEMENTWISE),
+        ("aten::select", categories.MOVEMENT),
+        ("wrapped_select", categories.ELEMENTWISE),  # XLA's select: elementwise
     ],
 )
 def test_operations_are_categorised_by_name(name: str, category: str) -> None:

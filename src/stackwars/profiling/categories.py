@@ -100,7 +100,9 @@ def of_name(name: str) -> str:
     if {whole, base} & _MOVEMENT_WORDS:
         return MOVEMENT
     found = [w for w in words(name) if not w.isdigit() and w not in _FUSION_WORDS]
-    return _of_parts(found, _MATMUL_WORDS, _REDUCTION_WORDS, _MOVEMENT_WORDS)
+    # In a fused or wrapped XLA kernel's name, "select" is HLO's elementwise select, not
+    # ATen's indexing select.
+    return _of_parts(found, _MATMUL_WORDS, _REDUCTION_WORDS, _MOVEMENT_WORDS - {"select"})
 
 
 def of_hlo(contents: Iterable[str]) -> str:
