@@ -21,6 +21,7 @@ LAYERS = {
     "results": 3,
     "suite_files": 3,
     "claims": 3,
+    "profiling": 3,
     "runner": 4,
     "report": 4,
     "stored": 5,

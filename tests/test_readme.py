@@ -13,6 +13,7 @@ port; the one line that needs a second machine is in ``NOT_RUN``, with the reaso
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -185,6 +186,24 @@ AS_RUN: dict[str, list[list[str]] | None] = {
             "torch:xla",
         ]
     ],
+    "stackwars profile --workload selu --param n=2000 --stacks jax:jit,torch:compile,"
+    "tensorflow:xla": [
+        [
+            "profile",
+            "--workload",
+            "selu",
+            "--param",
+            "n=32",
+            "--stacks",
+            "jax:jit,numpy",
+            "--calls",
+            "3",
+            "--budget",
+            "0.05",
+            "--json",
+            "profile.json",
+        ]
+    ],
     "stackwars selftest": [["selftest", "--stacks", "numpy:eager,jax:jit"]],
     "stackwars behave --details": [
         ["behave", "--details", "--stacks", "numpy:eager,jax:jit", "--probes", BEHAVE_PROBES]
@@ -320,6 +339,9 @@ WHY = {
     "stackwars ab --baseline-python base/.venv/bin/python --candidate-python .venv/bin/python "
     "--fail-above 5 -- --suite quick": "this venv's Python on both sides: the test has one "
     "checkout; --fail-above 100: identical sides may differ by 5 % at test size",
+    "stackwars profile --workload selu --param n=2000 --stacks jax:jit,torch:compile,"
+    "tensorflow:xla": "jax:jit and numpy (unsupported, no worker): torch:compile and "
+    "tensorflow:xla are profiled in tests/test_profile_workers.py",
 }
 
 
@@ -392,6 +414,8 @@ def test_every_readme_command_works_from_another_folder(
     assert (tmp_path / "cells.csv").read_text(encoding="utf-8").startswith("run_id,")
     assert (tmp_path / "compare.md").read_text(encoding="utf-8").startswith("### ")
     assert list(tmp_path.glob("stackwars-ir/*/jax_jit/stablehlo.txt"))
+    profiles = json.loads((tmp_path / "profile.json").read_text(encoding="utf-8"))["profiles"]
+    assert [p["status"] for p in profiles] == ["ok", "unsupported"]
 
 
 @pytest.mark.slow

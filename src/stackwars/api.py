@@ -43,6 +43,8 @@ from stackwars.instruments import (  # noqa: F401
     capture_stack,
     machine_warnings,
     measure_and_store_peak,
+    profile_cells,
+    profile_stack,
     run_selftest_worker,
     selftest_stack,
     usable_peak,

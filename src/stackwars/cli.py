@@ -273,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_parsers.add_report(subparsers)
     cli_parsers.add_ir(subparsers)
     cli_parsers.add_ab(subparsers)
+    cli_parsers.add_profile(subparsers)
     selftest = subparsers.add_parser(
         "selftest",
         help="prove that each stack's timed block includes the completion of its work",

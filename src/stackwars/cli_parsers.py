@@ -147,6 +147,42 @@ def add_ir(subparsers: Subparsers) -> None:
     ir.add_argument("--workload-file", action="append", default=[], metavar="PATH")
 
 
+def add_profile(subparsers: Subparsers) -> None:
+    profile = subparsers.add_parser(
+        "profile",
+        help="where the time goes: per-operation profiles of one cell across stacks",
+        description=(
+            "Measure one cell on each stack in a fresh worker (the timing protocol gives its "
+            "unprofiled steady time), then profile --calls more steady calls with the "
+            "framework's own profiler (torch.profiler, jax.profiler, tf.profiler): time per "
+            "operation and per category (matmul/conv, elementwise/fused, reduction, data "
+            "movement, overhead/idle), operations and fused kernels per call, threads, the "
+            "profiler's overhead, XLA's operations named from the optimized HLO. The raw "
+            "traces (Perfetto, TensorBoard) are kept under --out. NumPy has no profiler and is "
+            "reported unsupported, with what a Python-level profiler could not see."
+        ),
+        epilog="example: stackwars profile --workload selu --param n=2000 "
+        "--stacks jax:jit,torch:eager,torch:compile,tensorflow:xla",
+    )
+    profile.add_argument("--workload", required=True)
+    profile.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    profile.add_argument("--stacks", required=True, help="comma list of framework:mode")
+    profile.add_argument(
+        "--calls", type=int, default=20, metavar="N", help="steady calls profiled (20)"
+    )
+    profile.add_argument(
+        "--budget", type=float, metavar="S", help="steady budget of the unprofiled timing (1)"
+    )
+    profile.add_argument("--top", type=int, default=10, metavar="N", help="operations shown (10)")
+    profile.add_argument(
+        "--out", metavar="DIR", help="where traces go (./stackwars-profile/WORKLOAD-PARAMS)"
+    )
+    profile.add_argument("--json", metavar="PATH", help="also write the profiles as JSON")
+    profile.add_argument("--timeout", type=float, metavar="S", help="per stack, seconds (600)")
+    profile.add_argument("--memory-budget", metavar="SIZE", help="per worker, e.g. 8GiB")
+    profile.add_argument("--workload-file", action="append", default=[], metavar="PATH")
+
+
 def add_results_commands(subparsers: Subparsers) -> None:
     db_help = "results store (default $STACKWARS_DB or ./stackwars.sqlite)"
     runs = subparsers.add_parser("runs", help="list the stored runs")

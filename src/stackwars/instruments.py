@@ -1,7 +1,7 @@
 """The service layer's instruments besides runs: the machine's warnings and peak, IR capture,
-the selftest, the BLAS probe, and the side worker of an A/B session (re-exported from
-``runner/sides.py``). Part of the service layer (``api.py`` re-exports every name
-here): typed arguments in, data out, nothing printed; each starts its workers through
+per-operation profiles, the selftest, the BLAS probe, and the side worker of an A/B session
+(re-exported from ``runner/sides.py``). Part of the service layer (``api.py`` re-exports every
+name here): typed arguments in, data out, nothing printed; each starts its workers through
 ``runner/child.py``.
 """
 
@@ -12,16 +12,26 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from stackwars import workloads
 from stackwars.config import RunOptions, default_memory_budget
-from stackwars.frameworks import FRAMEWORKS, Stack, missing_reason, stack_missing_reason
+from stackwars.errors import UsageError
+from stackwars.frameworks import (
+    FRAMEWORKS,
+    Stack,
+    missing_reason,
+    parse_stacks,
+    stack_missing_reason,
+)
 from stackwars.frameworks.base import split_device
 from stackwars.ir.capture import stages
+from stackwars.profiling.capture import no_profiler_reason, profiler
+from stackwars.profiling.result import Profile
 from stackwars.results import store
 from stackwars.results.peak import Peak, load_peak, save_peak, stale_reason
 from stackwars.results.run import Run
 from stackwars.results.selftest import StackResult
-from stackwars.runner import session
-from stackwars.runner.child import Interpreter, Limits, run_child  # noqa: F401  (re-export)
+from stackwars.runner import plan, session
+from stackwars.runner.child import Interpreter, Limits, Listener, run_child  # noqa: F401
 from stackwars.runner.peak import measure_peak
 from stackwars.runner.protocol import CellSpec
 from stackwars.runner.sides import run_side, side_version  # noqa: F401  (re-exported)
@@ -108,6 +118,48 @@ def capture_stack(spec: CellSpec, options: RunOptions, out_dir: Path) -> dict[st
     if end.ok and end.result is not None:
         return end.result
     return {"stack": spec.stack, "stages": {}, "unavailable": {"*": end.detail}}
+
+
+def profile_cells(
+    workload: str, params: tuple[str, ...], stacks: str, workload_files: tuple[str, ...] = ()
+) -> list[CellSpec]:
+    """One cell per stack to profile (one value per parameter), on cpu."""
+    for path in workload_files:
+        workloads.load_workload_file(path)
+    found = workloads.get(workload)
+    values = plan.parse_param_args(found, params)
+    if any(len(v) > 1 for v in values.values()):
+        raise UsageError("profile compares one cell across stacks: give one value per --param")
+    return plan.cells_for(found, values, parse_stacks(stacks), "cpu")
+
+
+def profile_stack(
+    spec: CellSpec,
+    options: RunOptions,
+    out_dir: Path,
+    calls: int,
+    on_progress: Listener | None = None,
+) -> Profile:
+    """Time and profile one cell in a profile worker, the profiler's files in ``out_dir``; a
+    stack without a profiler, or one not installed, is unsupported without a worker."""
+    reason = stack_missing_reason(spec.framework, spec.mode)
+    if profiler(spec.stack) is None:
+        reason = no_profiler_reason(spec.stack)
+    if reason is not None:
+        return Profile(spec.stack, spec.workload, dict(spec.params), "unsupported", reason)
+    out_dir = out_dir.resolve()  # the worker runs in its own folder
+    with tempfile.TemporaryDirectory(prefix="stackwars-profile-") as scratch:
+        request = session.request_for(spec, options, Path(scratch) / "cache")
+        end = run_child(
+            "stackwars.runner.profile_worker",
+            "profile",
+            {"request": request.to_dict(), "out_dir": str(out_dir), "calls": calls},
+            Limits(options.timeout_s, options.memory_budget),
+            on_progress=on_progress,
+        )
+    if end.ok and end.result is not None:
+        return Profile.from_dict(end.result)
+    return Profile(spec.stack, spec.workload, dict(spec.params), end.status, end.detail)
 
 
 def capture_run_ir(record: Run, options: RunOptions, results: store.Store) -> list[str]:

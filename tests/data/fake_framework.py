@@ -11,7 +11,11 @@ the one thing a worker loads before it looks a stack up.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from stackwars.frameworks import FRAMEWORKS
@@ -20,10 +24,12 @@ from stackwars.frameworks.base import (
     FrameworkInfo,
     IrCapture,
     ModelMemory,
+    Profiler,
     RunSettings,
     flatten,
 )
 from stackwars.ir.capture import Captured
+from stackwars.profiling.trace import OpEvent, Trace, timed_calls
 from stackwars.workloads import Param, Work, Workload, register
 
 NAME = "fakenp"
@@ -39,6 +45,12 @@ INFO = FrameworkInfo(
     model_memory=ModelMemory(weights="device copy", functional_train_step=True),
     distributions=("numpy",),
     ir_capture={"traced": IrCapture(stages=("source",), capturer=f"{__name__}:capture_source")},
+    profilers={
+        "traced": Profiler(
+            profiler=f"{__name__}:profile_calls",
+            blind_spots="each call is one operation, named after the workload's function",
+        )
+    },
 )
 
 
@@ -86,6 +98,35 @@ def capture_source(fn: Callable[..., Any], args: tuple[Any, ...], framework: Any
     """The "IR" of fakenp:traced: the function's source."""
     del args, framework
     return {"source": inspect.getsource(fn)}, {}
+
+
+def profile_calls(call: Callable[[], Any], calls: int, out_dir: Path) -> Trace:
+    """The "profiler" of fakenp:traced: each call is one operation on one thread, inside its
+    annotation; the events are written as Chrome trace JSON."""
+    windows: list[tuple[float, float]] = []
+    ops: list[OpEvent] = []
+
+    def now_us() -> float:
+        return time.perf_counter() * 1e6
+
+    @contextmanager
+    def annotate(index: int) -> Iterator[None]:
+        start = now_us()
+        yield
+        if index >= 0:
+            windows.append((start, now_us()))
+
+    def traced() -> None:
+        start = now_us()
+        call()
+        ops.append(OpEvent("axpy", "main", start, now_us() - start))
+
+    seconds = timed_calls(traced, calls, annotate)
+    ops = ops[1:]  # the warm-up call's
+    path = out_dir / "fake-trace.json"
+    events = [{"ph": "X", "name": o.name, "ts": o.start_us, "dur": o.duration_us} for o in ops]
+    path.write_text(json.dumps({"traceEvents": events}), encoding="utf-8")
+    return Trace(ops, windows, ["main"], seconds, {"chrome": str(path)})
 
 
 def _inputs(params: Mapping[str, Any], seed: int) -> tuple[Any, ...]:

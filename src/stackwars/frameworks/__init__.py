@@ -24,6 +24,7 @@ from stackwars.frameworks.base import (
     IrCapture,
     ModeImplementation,
     ModelMemory,
+    Profiler,
 )
 
 T = TypeVar("T")
@@ -42,6 +43,64 @@ TF_GRAPH_IR = IrCapture(
 TORCH_COMPILE_IR = IrCapture(
     stages=("fx_graph", "inductor_code", "graph_breaks"),
     capturer="stackwars.ir.capture_torch:capture_compile",
+)
+# The frameworks' own profilers (stackwars profile), and what each cannot see.
+_XLA_BLIND = (
+    "what happens inside one XLA operation (how it splits over threads, its memory traffic) "
+    "and Python between calls (the Python tracer is off)"
+)
+JAX_PROFILER = Profiler(
+    profiler="stackwars.profiling.profile_jax:profile_calls",
+    blind_spots=(
+        "jax.profiler records each operation XLA's runtime executes (a fusion, a dot, a copy) "
+        f"on the thread that runs it, and when XLA's Eigen threads start work; not {_XLA_BLIND}"
+    ),
+)
+TORCH_XLA_PROFILER = Profiler(
+    profiler=JAX_PROFILER.profiler,
+    blind_spots=(
+        "torchax turns the torch code into one XLA executable, so jax.profiler sees XLA's "
+        f"operations, not torch's; not {_XLA_BLIND}"
+    ),
+)
+_TORCH_BLIND = (
+    "torch.profiler records every ATen operator on the thread that dispatches it; the "
+    "OpenMP and oneDNN threads an operator runs on inside are not traced (threads seen are "
+    "dispatching threads only)"
+)
+TORCH_PROFILER = Profiler(
+    profiler="stackwars.profiling.profile_torch:profile_calls", blind_spots=_TORCH_BLIND
+)
+TORCH_COMPILE_PROFILER = Profiler(
+    profiler=TORCH_PROFILER.profiler,
+    blind_spots=(
+        f"{_TORCH_BLIND}; Inductor's generated C++ kernels appear by name because the profile "
+        "worker compiles them with a profiler mark each (TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE)"
+    ),
+    environment={"TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE": "1"},
+)
+TF_PROFILER = Profiler(
+    profiler="stackwars.profiling.profile_tensorflow:profile_calls",
+    blind_spots=(
+        "tf.profiler records each TensorFlow kernel (an eager op, a graph node, an XLA "
+        "operation under xla) on the thread that runs it, and when its Eigen threads start "
+        "work; not what happens inside a kernel. Under graph, the executor leaves some cheap "
+        "kernels untraced even at the verbose host-tracer level used here (seen on GPT-2's "
+        "layer-norm and residual additions): their time counts as overhead/idle"
+    ),
+)
+_BACKEND_PROFILERS = {
+    "jax": {"eager": JAX_PROFILER, "jit": JAX_PROFILER},
+    "torch": {"eager": TORCH_PROFILER, "compile": TORCH_COMPILE_PROFILER},
+    "tensorflow": dict.fromkeys(("eager", "graph", "xla"), TF_PROFILER),
+}
+NUMPY_NO_PROFILER = (
+    "NumPy has no profiler of its own: its ufuncs and BLAS calls run in C and emit no trace "
+    "events. A Python-level profiler (cProfile, or a sampler without native frames) sees only "
+    "the Python line that called them, one per NumPy expression, not the kernels, the "
+    "temporaries and copies inside an expression, or BLAS's threads; a native sampler "
+    "(perf, py-spy --native) would see C functions without knowing which NumPy call they "
+    "serve. stackwars reports no profile rather than a misleading one"
 )
 # Keras 3 on each backend: the modes Keras itself applies there (jit_compile on JAX and
 # TensorFlow, where jit_compile=False still runs a tf.function graph; torch.compile on
@@ -93,6 +152,7 @@ def _keras(backend: str, modes: tuple[str, ...], baseline: int) -> FrameworkInfo
         environment_prefixes=("KERAS_", *_BACKEND_PREFIXES[backend]),
         compile_caches=_BACKEND_CACHES[backend],
         ir_capture=_BACKEND_IR[backend],
+        profilers=_BACKEND_PROFILERS[backend],
         runs_on=backend,
         family="keras",
     )
@@ -110,6 +170,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             baseline_bytes=100 * MIB,
             model_memory=ModelMemory(weights="host"),
             distributions=("numpy",),
+            no_profiler=NUMPY_NO_PROFILER,
         ),
         FrameworkInfo(
             name="jax",
@@ -124,6 +185,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             environment_prefixes=("JAX_", "TPU_"),
             compile_caches=_BACKEND_CACHES["jax"],
             ir_capture={"jit": JAX_IR},
+            profilers=_BACKEND_PROFILERS["jax"],
         ),
         FrameworkInfo(
             name="torch",
@@ -155,6 +217,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
                 ),
                 "compile": TORCH_COMPILE_IR,
             },
+            profilers={**_BACKEND_PROFILERS["torch"], "xla": TORCH_XLA_PROFILER},
         ),
         FrameworkInfo(
             name="tensorflow",
@@ -168,6 +231,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             distributions=("tensorflow-cpu", "tensorflow", "keras"),
             environment_prefixes=("TF_", "KERAS_"),
             ir_capture={"xla": TF_XLA_IR, "graph": TF_GRAPH_IR},
+            profilers=_BACKEND_PROFILERS["tensorflow"],
         ),
         *(_keras(backend, modes, baseline) for backend, modes, baseline in KERAS_BACKENDS),
     )

@@ -19,6 +19,9 @@ Registry facts beyond names and packages (see :class:`FrameworkInfo`):
 * ``ir_capture``: per mode that compiles, the IR stages it gives and the "module:function"
   that captures them in a worker (see ``stackwars/ir/capture.py``); modes left out execute op
   by op and have no compiler IR.
+* ``profilers``: per mode, the framework's own profiler as "module:function" (see
+  ``stackwars/profiling/capture.py``), with what it cannot see; ``no_profiler`` says why a
+  mode left out cannot be profiled.
 * ``model_memory``: how the framework's model runner (``workloads/models/run_<name>.py``)
   holds a model's weights and optimizer state, for ``workloads/models/memory.py``; None when
   the framework has no model runner.
@@ -93,6 +96,18 @@ class IrCapture:
 
 
 @dataclass(frozen=True)
+class Profiler:
+    """How a mode is profiled with its framework's own profiler: the function that profiles
+    calls in a worker (see ``stackwars/profiling/capture.py``), the environment it needs before
+    the framework is imported, and what that profiler cannot see (said with every profile)."""
+
+    # "module:function", imported only by workers.
+    profiler: str
+    blind_spots: str
+    environment: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
 class ModelMemory:
     """How a framework's model runner (``workloads/models/run_<name>.py``) holds a model: the
     facts ``workloads/models/memory.py`` adds up into a prediction."""
@@ -134,6 +149,10 @@ class FrameworkInfo:
     environment_prefixes: tuple[str, ...] = ()
     # Per mode with a compiler, the IR it gives; a mode left out has none (op by op).
     ir_capture: Mapping[str, IrCapture] = field(default_factory=dict, hash=False)
+    # Per mode, the framework's own profiler (``stackwars profile``); a mode left out cannot
+    # be profiled, and ``no_profiler`` says why.
+    profilers: Mapping[str, Profiler] = field(default_factory=dict, hash=False)
+    no_profiler: str = ""
     # Mode -> the persistent compile cache its compiled code can be reloaded from in a later
     # process (--cache warm, cold-then-warm); a mode missing here keeps none.
     compile_caches: Mapping[str, str] = field(default_factory=dict, hash=False)

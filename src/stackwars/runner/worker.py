@@ -16,6 +16,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,18 @@ def classify(exc: BaseException) -> CellFailed:
 Progress = Callable[[str, bool], None]  # what the worker is doing; True: a new phase
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What a cell timed, kept for a worker that does more with it (the profile worker):
+    the framework set up, the prepared function, its arguments on the device, and the
+    function before the mode was applied (what IR capture compiles)."""
+
+    framework: Framework
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    unprepared: Callable[..., Any]
+
+
 class CellRun:
     """The timing protocol for one cell, stage by stage, filling ``self.cell``."""
 
@@ -125,6 +138,7 @@ class CellRun:
         )
         self.workload = workloads.get(spec.workload)
         self.params = self.workload.resolve(spec.params)
+        self.prepared: Prepared | None = None
 
     def run(self) -> Cell:
         try:
@@ -172,7 +186,9 @@ class CellRun:
         self.cell.memory.rss_after_import_bytes = peak_rss_bytes()
         self.progress("making inputs and placing them", True)
         inputs = self.workload.make_inputs(self.params, self.request.seed)
-        fn, args, bound = self._setup(framework, builder(self.params), inputs)
+        built = builder(self.params)
+        fn, args, bound = self._setup(framework, built, inputs)
+        self.prepared = Prepared(framework, fn, args, built if bound is None else bound.fn)
         measurement = self._measure(framework, fn, args)
         self._record(framework, measurement)
         self.cell.memory.peak_rss_bytes = peak_rss_bytes()

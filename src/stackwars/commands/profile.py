@@ -1,0 +1,72 @@
+"""``stackwars profile``: one cell on each stack, timed and then profiled with the framework's
+own profiler; the stacks side by side, each stack's costliest operations, the raw traces."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from stackwars import api
+from stackwars.config import RunOptions, default_memory_budget, parse_size
+from stackwars.errors import UsageError
+from stackwars.profiling.result import PROFILE_FORMAT, Profile
+from stackwars.report import profile as render
+from stackwars.report.console import report_console
+from stackwars.results.jsonio import dump, write_atomically
+from stackwars.timing.timer import TimingConfig
+
+DEFAULT_BUDGET_S = 1.0
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^\w.=-]+", "_", text)
+
+
+def profile(args: argparse.Namespace, argv: list[str]) -> int:
+    del argv
+    if args.calls < 1:
+        raise UsageError(f"--calls {args.calls}: profile at least one call")
+    files = tuple(str(Path(path).resolve()) for path in args.workload_file)
+    cells = api.profile_cells(args.workload, tuple(args.param), args.stacks, files)
+    options = options_of(args, files)
+    params = "-".join(f"{k}={v}" for k, v in cells[0].params.items())
+    root = Path(args.out or Path("stackwars-profile") / slug(f"{cells[0].workload}-{params}"))
+    console = report_console()
+    profiles: list[Profile] = []
+    for spec in cells:
+        with console.status(f"{spec.label()}: starting") as status:
+
+            def progress(text: str, label: str = spec.label()) -> None:
+                status.update(f"{label}: {text}")
+
+            found = api.profile_stack(spec, options, root / slug(spec.stack), args.calls, progress)
+            profiles.append(found)
+    title = f"{cells[0].workload}({params.replace('-', ', ')}): {args.calls} profiled calls"
+    console.print(render.side_by_side(profiles, title))
+    for found in profiles:
+        if found.status == "ok":
+            console.print(render.operations(found, args.top))
+    for line in render.not_profiled(profiles):
+        console.print(line)
+    for line in render.files(profiles):
+        console.print(line, highlight=False)
+    if args.json:
+        data = {"format": PROFILE_FORMAT, "profiles": [p.to_dict() for p in profiles]}
+        write_atomically(Path(args.json), dump(data))
+        console.print(f"profiles written to {args.json}")
+    return 0
+
+
+def options_of(args: argparse.Namespace, files: tuple[str, ...]) -> RunOptions:
+    """Each cell's unprofiled steady state is measured with the timing protocol in a budget
+    of ``--budget`` seconds (it stops earlier once precise enough)."""
+    budget = DEFAULT_BUDGET_S if args.budget is None else args.budget
+    return RunOptions(
+        timeout_s=args.timeout or api.IR_TIMEOUT_S,
+        memory_budget=parse_size(args.memory_budget)
+        if args.memory_budget
+        else default_memory_budget(),
+        timing=TimingConfig(steady_budget_s=budget, warmup_budget_s=max(budget, 2.0)),
+        workload_files=files,
+    )

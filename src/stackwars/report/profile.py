@@ -1,0 +1,121 @@
+"""``stackwars profile`` in the terminal: the stacks side by side (time per category, operations
+per call, threads, profiler overhead), then each stack's costliest operations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rich.table import Table
+from rich.text import Text
+
+from stackwars.profiling.categories import CATEGORIES
+from stackwars.profiling.result import ADDS_UP_ABSOLUTE_S, ADDS_UP_RELATIVE, Profile
+from stackwars.report.table import format_seconds, shorten
+
+HLO_WIDTH = 60
+ADDS_UP_CAPTION = (
+    "The categories add up to the traced call time (the profiler's annotation around each "
+    "call); 'adds up' says whether that agrees with the host clock's time of the same calls "
+    f"within max({ADDS_UP_RELATIVE:.0%}, {ADDS_UP_ABSOLUTE_S * 1e6:.0f} µs). Overhead/idle is "
+    "the time no traced operation ran: dispatch, Python, synchronisation, waiting."
+)
+
+
+def _share(part: float, whole: float | None) -> str:
+    return f" ({part / whole * 100:.0f}%)" if whole else ""
+
+
+def _per_call(value: float | None) -> str:
+    return "" if value is None else f"{value:.3g}"
+
+
+def _overhead(profile: Profile) -> str:
+    overhead = profile.overhead
+    return "" if overhead is None else f"{overhead * 100:+.0f}%"
+
+
+def _adds_up(profile: Profile) -> str:
+    check = profile.adds_up
+    if check is None:
+        return ""
+    verdict = "yes" if check.within else "NO"
+    return f"{verdict} (host {format_seconds(check.measured_s)})"
+
+
+def _category(name: str) -> Callable[[Profile], str]:
+    def value(profile: Profile) -> str:
+        seconds = profile.categories[name]
+        return format_seconds(seconds) + _share(seconds, profile.traced_s) if seconds else "-"
+
+    return value
+
+
+ROWS: list[tuple[str, Callable[[Profile], str]]] = [
+    ("steady, unprofiled", lambda p: format_seconds(p.steady_s)),
+    ("profiled (median)", lambda p: format_seconds(p.profiled_s)),
+    ("profiler overhead", _overhead),
+    *((category, _category(category)) for category in CATEGORIES),
+    ("= traced per call", lambda p: format_seconds(p.traced_s)),
+    ("operations per call", lambda p: _per_call(p.ops_per_call)),
+    ("of them fused kernels", lambda p: _per_call(p.fusions_per_call)),
+    ("page faults (unprofiled)", lambda p: _per_call(p.cpu.get("page_faults_per_call"))),
+    ("system CPU (unprofiled)", lambda p: format_seconds(p.cpu.get("sys_s_per_call"))),
+    ("XLA executables", lambda p: str(len(p.xla_modules)) if p.xla_modules else ""),
+    ("threads active", lambda p: str(len(p.threads)) if p.threads else ""),
+    ("XLA ops named from HLO", lambda p: "" if p.hlo_joined is None else f"{p.hlo_joined:.0%}"),
+    ("adds up to host clock", _adds_up),
+]
+
+
+def side_by_side(profiles: Sequence[Profile], title: str) -> Table:
+    """One column per stack that was profiled."""
+    done = [p for p in profiles if p.status == "ok"]
+    table = Table("per call", *(p.stack for p in done), title=title, caption=ADDS_UP_CAPTION)
+    for label, value in ROWS:
+        table.add_row(label, *(value(p) for p in done))
+    return table
+
+
+def operations(profile: Profile, top: int) -> Table:
+    """A stack's ``top`` operations by their share of the call."""
+    table = Table(
+        "operation",
+        "category",
+        "per call",
+        "self",
+        "share",
+        "inclusive",
+        "HLO",
+        title=f"{profile.stack}: {min(top, len(profile.ops))} of {len(profile.ops)} operations",
+    )
+    for row in profile.ops[:top]:
+        table.add_row(
+            shorten(row.name, 50),
+            row.category,
+            f"{row.per_call:.3g}",
+            format_seconds(row.self_s),
+            _share(row.self_s, profile.traced_s).strip(" ()"),
+            format_seconds(row.total_s),
+            shorten(row.hlo, HLO_WIDTH),
+        )
+    return table
+
+
+def not_profiled(profiles: Sequence[Profile]) -> list[Text]:
+    """One line per stack without a profile, with why."""
+    lines = []
+    for profile in profiles:
+        if profile.status != "ok":
+            reason = " ".join(profile.reason.split())
+            style = "dim" if profile.status == "unsupported" else "red"
+            lines.append(Text(f"{profile.stack}: {profile.status}: {shorten(reason, 600)}", style))
+    return lines
+
+
+def files(profiles: Sequence[Profile]) -> list[str]:
+    """Where each stack's raw trace is, and what opens it."""
+    return [
+        f"{profile.stack}: {what} {path}"
+        for profile in profiles
+        for what, path in profile.files.items()
+    ]

@@ -1,0 +1,90 @@
+"""Profiles of real stacks, each in its profile worker, at test size: gemm, selu, mha and the
+smallest model (GPT-2 at scale=tiny), spread over jax:jit, torch:eager, torch:compile,
+torch:xla, tensorflow:graph and tensorflow:xla so that every workload and every stack is
+profiled once or twice (not all 24 pairs: a minute instead of several), and numpy, which has
+no profiler. Checked: the answer's structure, the categories adding up to the traced time and
+that time to the host clock's within the stated tolerance, the raw trace on disk and readable,
+XLA's operations named from the optimized HLO."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from stackwars import api
+from stackwars.config import RunOptions
+from stackwars.profiling.categories import CATEGORIES, ELEMENTWISE, MATMUL
+from stackwars.profiling.result import Profile
+from stackwars.timing.timer import TimingConfig
+
+pytestmark = pytest.mark.slow
+CALLS = 5
+MHA = ("batch=1", "seq=8", "heads=2", "d_model=16")
+# workload, parameters, stack, a category the work must show time in
+CASES = [
+    ("gemm", ("n=48",), "torch:xla", MATMUL),
+    ("selu", ("n=64",), "jax:jit", ELEMENTWISE),
+    ("selu", ("n=64",), "torch:compile", ELEMENTWISE),
+    ("mha", MHA, "torch:eager", MATMUL),
+    ("mha", MHA, "tensorflow:graph", MATMUL),
+    ("gpt2-small", ("scale=tiny",), "jax:jit", MATMUL),
+    ("gpt2-small", ("scale=tiny",), "tensorflow:xla", MATMUL),
+]
+XLA = ("jax:jit", "torch:xla", "tensorflow:xla")
+OPTIONS = RunOptions(
+    timeout_s=300,
+    timing=TimingConfig(steady_budget_s=0.1, min_steady_s=0.05, warmup_budget_s=1.0),
+)
+
+
+def profile(workload: str, params: tuple[str, ...], stack: str, out: Path) -> Profile:
+    (spec,) = api.profile_cells(workload, params, stack)
+    return api.profile_stack(spec, OPTIONS, out, CALLS)
+
+
+def read_trace(path: Path) -> dict[str, object]:
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+
+
+@pytest.mark.parametrize(
+    ("workload", "params", "stack", "busy"), CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES]
+)
+def test_a_stack_is_profiled_and_its_categories_add_up(
+    workload: str, params: tuple[str, ...], stack: str, busy: str, tmp_path: Path
+) -> None:
+    found = profile(workload, params, stack, tmp_path)
+    assert found.status == "ok", found.reason
+    assert found.calls == CALLS and found.blind_spots
+    assert found.steady_s and found.profiled_s and found.overhead is not None
+    assert list(found.categories) == list(CATEGORIES)
+    assert all(seconds >= 0 for seconds in found.categories.values())
+    assert found.traced_s is not None
+    assert sum(found.categories.values()) == pytest.approx(found.traced_s, rel=1e-9)
+    assert found.adds_up is not None and found.adds_up.within, found.adds_up
+    assert found.categories[busy] > 0, found.categories
+    assert found.ops and found.ops_per_call and found.ops_per_call >= 1 and found.threads
+    events = read_trace(Path(found.files["chrome"]))["traceEvents"]
+    assert isinstance(events, list) and events
+    if "tensorboard" in found.files:
+        assert list(Path(found.files["tensorboard"]).glob("plugins/profile/*/*.xplane.pb"))
+    if stack in XLA:
+        assert found.hlo_joined is not None and found.hlo_joined > 0.9, found.hlo_joined
+        assert (
+            Path(found.files["optimized_hlo"]).read_text(encoding="utf-8").startswith("HloModule")
+        )
+        assert any(row.hlo for row in found.ops)
+    if stack == "torch:compile":
+        assert found.fusions_per_call and found.fusions_per_call >= 1  # Inductor's kernel
+
+
+def test_numpy_is_reported_without_a_profile_and_says_what_a_python_profiler_misses(
+    tmp_path: Path,
+) -> None:
+    found = profile("gemm", ("n=48",), "numpy:eager", tmp_path)
+    assert found.status == "unsupported"
+    assert "no profiler of its own" in found.reason and "cProfile" in found.reason
+    assert not list(tmp_path.iterdir())  # no worker ran
