@@ -39,6 +39,7 @@ from stackwars.instruments import (  # noqa: F401
     blas_libraries,
     capture_run_ir,
     capture_stack,
+    device_support,
     machine_warnings,
     measure_and_store_peak,
     run_selftest_worker,
@@ -335,6 +336,7 @@ def run(
     suite: str | None = None,
     params: Mapping[str, Any] | None = None,
     stacks: str | Sequence[str] | None = None,
+    device: str = "cpu",
     db: str | None = None,
     workload_files: Sequence[str] = (),
     reporter: session.Reporter | None = None,
@@ -343,7 +345,8 @@ def run(
     """Measure cells from Python and return the run (stored like any other).
 
     ``params`` maps a parameter to a value or a list of values (one cell each); ``stacks`` is
-    a comma list or a list of stack names; ``workload_files`` register more workloads;
+    a comma list or a list of stack names; ``device`` is cpu, gpu, gpu:1 or tpu;
+    ``workload_files`` register more workloads;
     ``measure`` takes :class:`Measure`'s fields (``budget_s=0.5``, ``repeat=3``...); the store
     is ``db``, else ``$STACKWARS_DB``, else ``./stackwars.sqlite``. Example::
 
@@ -356,6 +359,7 @@ def run(
         workload=workload,
         params=texts,
         stacks=stack_text,
+        device=device,
         workload_files=tuple(workload_files),
     )
     planned = plan_run(selection, Measure(**measure), argv=["stackwars.run"])

@@ -13,7 +13,7 @@ from typing import Any
 
 from stackwars.config import RunOptions, default_memory_budget
 from stackwars.frameworks import FRAMEWORKS, Stack, missing_reason, stack_missing_reason
-from stackwars.frameworks.base import split_device
+from stackwars.frameworks.base import DeviceSupport, split_device
 from stackwars.ir.capture import stages
 from stackwars.results import store
 from stackwars.results.peak import Peak, load_peak, save_peak, stale_reason
@@ -28,6 +28,8 @@ IR_TIMEOUT_S = 600.0
 # A stack takes seconds; torch.compile's cold compiles make it about half a minute on 2 cores.
 SELFTEST_TIMEOUT_S = 300.0
 BLAS_PROBE_TIMEOUT_S = 120.0
+# Asking for a TPU where there is none takes TensorFlow seconds; a TPU VM's runtime, longer.
+DEVICE_PROBE_TIMEOUT_S = 180.0
 
 
 def machine_warnings(machine: Mapping[str, Any]) -> list[str]:
@@ -133,9 +135,9 @@ def capture_run_ir(record: Run, options: RunOptions, results: store.Store) -> li
 def selftest_stack(stack: Stack, device: str, timeout_s: float) -> StackResult:
     """One stack's selftest; unsupported without a worker when it cannot run here."""
     reason = stack_missing_reason(stack.framework, stack.mode)
-    devices = FRAMEWORKS[stack.framework].devices
+    devices = FRAMEWORKS[stack.framework].devices_for(stack.mode)
     if reason is None and split_device(device)[0] not in devices:
-        reason = f"{stack.framework} runs on {', '.join(devices)}, not {device}"
+        reason = f"{stack} runs on {', '.join(devices)}, not {device}"
     if reason is not None:
         return StackResult(str(stack), "unsupported", reason)
     return run_selftest_worker(stack, device, timeout_s)
@@ -153,6 +155,32 @@ def run_selftest_worker(stack: Stack, device: str, timeout_s: float) -> StackRes
     if end.status == "timeout":
         detail = f"still running after {timeout_s:g} s; raise it with --timeout"
     return StackResult(str(stack), end.status, detail)
+
+
+def device_support() -> dict[str, list[DeviceSupport] | str]:
+    """Per installed framework (and per mode with a runtime of its own: torch:xla), the device
+    kinds it sees in a fresh worker and why not, or why it could not be asked."""
+    probed: dict[str, list[DeviceSupport] | str] = {}
+    limits = Limits(DEVICE_PROBE_TIMEOUT_S, default_memory_budget())
+    for name, info in FRAMEWORKS.items():
+        # A layer over another framework (Keras) sees that framework's devices.
+        if info.runs_on is not None or missing_reason(name) is not None:
+            continue
+        own = {f"{name}:{mode}": mode for mode, special in info.mode_implementations.items()}
+        for label, mode in {name: None, **own}.items():
+            if mode is not None and stack_missing_reason(name, mode) is not None:
+                continue
+            request = {"framework": name, "mode": mode}
+            end = run_child("stackwars.runner.devices_worker", "devices", request, limits)
+            result = end.result if end.ok and end.result is not None else {}
+            if "support" in result:
+                entries = result["support"]
+                probed[label] = [
+                    DeviceSupport(e["kind"], tuple(e["devices"]), e["reason"]) for e in entries
+                ]
+            else:
+                probed[label] = result.get("missing") or end.detail[-300:]
+    return probed
 
 
 def blas_libraries() -> dict[str, list[dict[str, Any]] | str]:

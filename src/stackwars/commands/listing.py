@@ -42,7 +42,8 @@ def stack_table() -> Table:
         info = FRAMEWORKS[stack.framework]
         version = installed_version(stack.framework) or "-"
         installed = "no" if reason else "yes"
-        table.add_row(str(stack), installed, version, ", ".join(info.devices), reason or "")
+        devices = ", ".join(info.devices_for(stack.mode))
+        table.add_row(str(stack), installed, version, devices, reason or "")
     return table
 
 
@@ -58,6 +59,7 @@ def env(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
     info = metadata.collect_env()
     info["blas_libraries"] = api.blas_libraries()
+    info["devices"] = api.device_support()
     console.print(render_env(info))
     if args.peak:
         console.print("measuring this machine's peak (GEMM per library, STREAM); ~4 minutes")

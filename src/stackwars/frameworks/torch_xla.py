@@ -92,6 +92,8 @@ class TorchXlaFramework(JaxFramework):
     def load(self) -> None:
         super().load()
         self._torch.load()
+        # torchax makes a JAX array (its random key) while it loads.
+        self.require_platform()
         # torchax's dispatch goes through functions wrapped by torch._disable_dynamo, whose
         # first call imports Dynamo (2-3 s): importing it here counts that as import time,
         # not as tracing the first workload.

@@ -164,8 +164,9 @@ def skip_reason(spec: CellSpec) -> str:
     missing = stack_missing_reason(spec.framework, spec.mode)
     if missing:
         return missing
-    if spec.device.partition(":")[0] not in info.devices:
-        return f"{info.name} has no {spec.device} support here; devices: {', '.join(info.devices)}"
+    devices = info.devices_for(spec.mode)
+    if spec.device.partition(":")[0] not in devices:
+        return f"{spec.stack} does not run on {spec.device}; it runs on {', '.join(devices)}"
     workload = workloads.get(spec.workload)
     if workload.builder(spec.framework) is None:
         return f"workload {spec.workload!r} has no {spec.framework} implementation"
