@@ -198,5 +198,6 @@ def test_env_asks_each_framework_in_a_worker_of_its_own() -> None:
         kinds = by_kind(support)
         assert kinds["cpu"].devices, label
         assert not kinds["gpu"].devices and kinds["gpu"].reason, label
-    if "torch:xla" in probed:
-        assert by_kind(probed["torch:xla"])["tpu"].reason == by_kind(probed["jax"])["tpu"].reason
+    through_torchax, jax = probed.get("torch:xla"), probed["jax"]
+    if isinstance(through_torchax, list) and isinstance(jax, list):
+        assert by_kind(through_torchax)["tpu"].reason == by_kind(jax)["tpu"].reason
