@@ -18,9 +18,12 @@ from typing import Any
 from stackwars import workloads
 from stackwars.config import (
     CACHE_MODES,
+    MATMUL_PRECISIONS,
     RunOptions,
+    check_fraction,
     choose,
     default_memory_budget,
+    option_warnings,
     parse_device,
     parse_size,
 )
@@ -101,6 +104,9 @@ class Measure:
     x64: str = "auto"
     force: bool = False
     preallocate: bool = False
+    memory_fraction: float | None = None  # of the device's memory, for JAX and torch
+    allocator_conf: str | None = None  # PYTORCH_CUDA_ALLOC_CONF for torch on a gpu
+    matmul_precision: str = "highest"  # highest, high or default (config.MATMUL_PRECISIONS)
     seed: int = 0
     repeat: int = 1
     order_seed: int = 0
@@ -168,6 +174,9 @@ def run_options(
         cache_root=cache_root,
         force=measure.force,
         preallocate=measure.preallocate,
+        memory_fraction=check_fraction(measure.memory_fraction),
+        allocator_conf=measure.allocator_conf or "",
+        matmul_precision=choose("matmul precision", measure.matmul_precision, MATMUL_PRECISIONS),
     )
 
 
@@ -227,16 +236,6 @@ def plan_cells(
     planned = plan.plan(cells, options.memory_budget, options.force)
     warnings = machine_warnings(record.machine) + option_warnings(options)
     return PlannedRun(record, planned, options, warnings)
-
-
-def option_warnings(options: RunOptions) -> list[str]:
-    """Options that will not do what their name suggests on this run's device."""
-    if options.preallocate and options.device == "cpu":
-        return [
-            "--preallocate changes nothing on cpu: JAX and TensorFlow pre-allocate accelerator "
-            "memory only (it is still recorded in each cell's settings)"
-        ]
-    return []
 
 
 def plan_rerun(

@@ -242,7 +242,13 @@ class RunSettings:
     cache_dir: str = ""
     x64: bool = False
     preallocate: bool = False
+    # highest: full float32 matmuls; high: the framework's faster float32 mode (TF32 on
+    # NVIDIA GPUs); default: whatever the framework does by itself (config.MATMUL_PRECISIONS).
     matmul_precision: str = "highest"
+    # The share of a gpu's memory the framework may take (None: its own default), and
+    # torch's CUDA allocator settings (PYTORCH_CUDA_ALLOC_CONF; "": torch's default).
+    memory_fraction: float | None = None
+    allocator_conf: str = ""
     # Devices the framework shows on a cpu host, asked for by the workload (a map over
     # devices); above 1 they are simulated and share the same cores.
     host_devices: int = 1

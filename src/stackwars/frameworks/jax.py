@@ -89,6 +89,18 @@ def device_support(facts: Mapping[str, Any]) -> list[DeviceSupport]:
     ]
 
 
+def gpu_allocator_environment(kind: str, settings: RunSettings) -> dict[str, str]:
+    """The XLA_PYTHON_CLIENT_ variables, which only jax's GPU client reads: set (and so
+    recorded) for gpu cells only. Unset, jax pre-allocates 75 % of the GPU; stackwars turns
+    that off unless --preallocate, so that the device peak is the work's."""
+    if kind != "gpu":
+        return {}
+    environment = {"XLA_PYTHON_CLIENT_PREALLOCATE": str(settings.preallocate).lower()}
+    if settings.memory_fraction is not None:
+        environment["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{settings.memory_fraction:g}"
+    return environment
+
+
 def device_memory(stats: Mapping[str, Any] | None) -> DeviceMemory:
     """From ``Device.memory_stats()``: the allocator's peak in use, the peak of its pool (what
     it took from the device, all of the limit when it pre-allocates) and its limit."""
@@ -158,7 +170,7 @@ class JaxFramework(Framework):
         environment = {
             "JAX_PLATFORMS": PLATFORMS[kind],
             "JAX_ENABLE_X64": str(settings.x64).lower(),
-            "XLA_PYTHON_CLIENT_PREALLOCATE": str(settings.preallocate).lower(),
+            **gpu_allocator_environment(kind, settings),
         }
         if kind == "cpu" and settings.host_devices > 1:
             # XLA reads all its flags from this one variable: the user's flags are kept, and
@@ -190,7 +202,8 @@ class JaxFramework(Framework):
         # Also set here, not only through the environment, so that they hold when JAX was
         # imported before environment() ran (in-process use, tests).
         jax.config.update("jax_enable_x64", settings.x64)
-        jax.config.update("jax_default_matmul_precision", settings.matmul_precision)
+        if settings.matmul_precision != "default":
+            jax.config.update("jax_default_matmul_precision", settings.matmul_precision)
         devices = _devices(kind)
         if isinstance(devices, str) or index >= len(devices):
             raise unavailable(self.device_support(self.device_facts()), settings.device)
@@ -299,14 +312,17 @@ class JaxFramework(Framework):
         platform = self._device.platform
         config = jax.config.values
         tracks_memory = self._device.memory_stats() is not None
-        # Unset means pre-allocate; CPU clients never do.
+        # Unset means pre-allocate; only the GPU client reads it.
         preallocates = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE") not in NO_PREALLOCATE
+        on_gpu = platform not in ("cpu", "tpu")
         return {
             "platform": platform,
             "device_kind": self._device.device_kind,
             "x64": config["jax_enable_x64"],
+            # None: jax's own default (TF32 for float32 on recent NVIDIA GPUs).
             "matmul_precision": config["jax_default_matmul_precision"],
-            "preallocate": None if platform == "cpu" else preallocates,
+            "preallocate": preallocates if on_gpu else None,
+            "memory_fraction": os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION") if on_gpu else None,
             "persistent_cache_dir": config["jax_compilation_cache_dir"]
             if config["jax_enable_compilation_cache"]
             else None,

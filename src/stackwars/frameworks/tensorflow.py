@@ -48,8 +48,9 @@ TPU_NOTE = (
     "TensorFlow runs on a TPU only in its tensorflow-tpu build on a TPU VM, which stackwars "
     "does not pin (PyPI's stops at 2.20, below the tensorflow pin)"
 )
-# TensorFlow's only float32 matmul shortcut is TF32: allowed unless full precision is asked.
-TF32_BY_PRECISION = {"highest": False, "high": True, "medium": True}
+# TensorFlow's only float32 matmul shortcut is TF32 (on by default): off for highest, on for
+# high, left as TensorFlow sets it for default.
+TF32_BY_PRECISION = {"highest": False, "high": True, "default": None}
 CPU_PEAK_NOTE = (
     "on cpu TensorFlow's allocator statistics leave out allocations under 256 KiB, "
     "so the peak is a lower bound"
@@ -99,14 +100,9 @@ def device_support(facts: Mapping[str, Any]) -> list[DeviceSupport]:
 
 
 def device_memory(stats: Mapping[str, Any] | None) -> DeviceMemory:
-    """From ``get_memory_info``'s peak; TensorFlow reports no pool size, and a limit only
-    when one was set (a logical device's memory_limit)."""
-    if not stats:
-        return DeviceMemory()
-    return DeviceMemory(
-        peak_bytes=non_negative(stats["peak"]),
-        limit_bytes=non_negative(stats.get("memory_limit")),
-    )
+    """From ``get_memory_info``'s peak: TensorFlow reports neither what its allocator took
+    from the device nor a limit."""
+    return DeviceMemory(peak_bytes=non_negative(stats["peak"])) if stats else DeviceMemory()
 
 
 class _OnDevice:
@@ -136,7 +132,7 @@ class TensorflowFramework(Framework):
         self._modes: dict[int, tuple[str, Any]] = {}  # id(prepared) -> (mode, tf.function)
         self._first: tuple[str, float] | None = None
         self._tpu_error: str | None = None  # why the TPU system did not start, once tried
-        self._limit: int | None = None  # a memory limit set on the device, in bytes
+        self._fraction_note: str | None = None  # why a --memory-fraction was not applied
 
     def environment(self, settings: RunSettings) -> dict[str, str]:
         if not settings.cache_dir:
@@ -175,14 +171,20 @@ class TensorflowFramework(Framework):
             tf.config.threading.set_inter_op_parallelism_threads(settings.threads)
         for gpu in tf.config.list_physical_devices("GPU"):
             tf.config.experimental.set_memory_growth(gpu, not settings.preallocate)
+        if settings.memory_fraction is not None and kind == "gpu":
+            self._fraction_note = (
+                f"{settings.memory_fraction:g} asked, not applied: TensorFlow 2 has no fraction "
+                "setting (a logical device's memory_limit takes MiB, and TensorFlow does not "
+                "report the GPU's total to compute them)"
+            )
         if kind == "cpu" and settings.host_devices > 1:
             # Logical devices on the one cpu, for a map over devices: they share its cores.
             cpu = tf.config.list_physical_devices("CPU")[0]
             logical = [tf.config.LogicalDeviceConfiguration()] * settings.host_devices
             tf.config.set_logical_device_configuration(cpu, logical)
-        tf.config.experimental.enable_tensor_float_32_execution(
-            TF32_BY_PRECISION[settings.matmul_precision]
-        )
+        tf32 = TF32_BY_PRECISION[settings.matmul_precision]
+        if tf32 is not None:
+            tf.config.experimental.enable_tensor_float_32_execution(tf32)
         if kind == "tpu":
             self._initialize_tpu()
         self._device = self._select(kind, index)
@@ -325,7 +327,7 @@ class TensorflowFramework(Framework):
         import tensorflow as tf
 
         info = tf.config.experimental.get_memory_info(self._device)
-        return {"current": info["current"], "peak": info["peak"], "memory_limit": self._limit}
+        return {"current": info["current"], "peak": info["peak"]}
 
     def device_memory(self, stats: Mapping[str, Any] | None) -> DeviceMemory:
         return device_memory(stats)
@@ -339,11 +341,14 @@ class TensorflowFramework(Framework):
             # 0 means TensorFlow chooses (one thread per core).
             "intra_op_threads": threading.get_intra_op_parallelism_threads(),
             "inter_op_threads": threading.get_inter_op_parallelism_threads(),
-            "tensor_float_32": tf.config.experimental.tensor_float_32_execution_enabled(),
+            "matmul_precision": "tf32 on"
+            if tf.config.experimental.tensor_float_32_execution_enabled()
+            else "tf32 off",
             "soft_device_placement": tf.config.get_soft_device_placement(),
             "memory_growth": {
                 gpu.name: tf.config.experimental.get_memory_growth(gpu)
                 for gpu in tf.config.list_physical_devices("GPU")
             },
+            "memory_fraction": self._fraction_note,
             "device_peak_bytes_note": CPU_PEAK_NOTE if self._kind == "cpu" else None,
         }

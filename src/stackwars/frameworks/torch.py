@@ -120,10 +120,14 @@ class TorchFramework(Framework):
         # Fresh per cell when cold, shared when warm: this is what decides whether a first
         # torch.compile call pays for code generation and C++ compilation.
         folder = Path(settings.cache_dir)
-        return {
+        environment = {
             "TORCHINDUCTOR_CACHE_DIR": str(folder / "torchinductor"),
             "TRITON_CACHE_DIR": str(folder / "triton"),
         }
+        # Read by the CUDA caching allocator only: set (and recorded) for gpu cells.
+        if split_device(settings.device)[0] == "gpu" and settings.allocator_conf:
+            environment["PYTORCH_CUDA_ALLOC_CONF"] = settings.allocator_conf
+        return environment
 
     def load(self) -> None:
         import torch  # noqa: F401
@@ -137,12 +141,16 @@ class TorchFramework(Framework):
         elif kind == "gpu":
             self._device = _cuda_device(index)
             torch.cuda.set_device(self._device)
+            if settings.memory_fraction is not None:
+                torch.cuda.set_per_process_memory_fraction(settings.memory_fraction, self._device)
+                self._memory_fraction = settings.memory_fraction
             torch.cuda.reset_peak_memory_stats(self._device)
         else:
             raise unavailable(self.device_support(self.device_facts()), settings.device)
         if settings.threads is not None:
             torch.set_num_threads(settings.threads)
-        torch.set_float32_matmul_precision(settings.matmul_precision)
+        if settings.matmul_precision != "default":
+            torch.set_float32_matmul_precision(settings.matmul_precision)
         return {"device": str(self._device)}
 
     def device_facts(self) -> dict[str, Any]:
@@ -293,7 +301,7 @@ class TorchFramework(Framework):
             "device": str(self._device),
             "threads": torch.get_num_threads(),
             "interop_threads": torch.get_num_interop_threads(),
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "matmul_precision": torch.get_float32_matmul_precision(),
             # matmul is attached to the module at import time, so type checkers miss it.
             "mkldnn_matmul_fp32_precision": torch.backends.mkldnn.matmul.fp32_precision,  # pyright: ignore[reportAttributeAccessIssue]
             "cuda_matmul_fp32_precision": None
@@ -303,6 +311,8 @@ class TorchFramework(Framework):
             "inductor_cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
             # The CUDA caching allocator grows on demand; torch has no pre-allocation.
             "preallocate": None if on_cpu else False,
+            "memory_fraction": self._memory_fraction,
+            "allocator_conf": None if on_cpu else os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
             "device_peak_bytes_note": "torch has no peak-memory counter for cpu"
             if on_cpu
             else None,

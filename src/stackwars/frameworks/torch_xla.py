@@ -17,6 +17,7 @@ in the process fails: this implementation runs only in a worker of its own.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -86,8 +87,10 @@ class TorchXlaFramework(JaxFramework):
         self._torch = TorchFramework()
 
     def environment(self, settings: RunSettings) -> dict[str, str]:
-        # torch's own settings keep anything torch caches inside the cell's folder.
-        return super().environment(settings) | self._torch.environment(settings)
+        # torch's own settings keep anything torch caches inside the cell's folder; its CUDA
+        # allocator is not used (arrays are JAX's), so its settings are not applied.
+        caches = self._torch.environment(dataclasses.replace(settings, allocator_conf=""))
+        return super().environment(settings) | caches
 
     def load(self) -> None:
         super().load()
