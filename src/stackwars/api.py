@@ -22,6 +22,7 @@ from stackwars.config import (
     RunOptions,
     check_fraction,
     choose,
+    default_device_budget,
     default_memory_budget,
     option_warnings,
     parse_device,
@@ -96,6 +97,7 @@ class Measure:
 
     timeout_s: float | None = None
     memory_budget: str | None = None  # "8GiB"; None: 75 % of the memory available now
+    device_memory_budget: str | None = None  # None: 90 % of the GPU's (nvidia-smi)
     target_ci_pct: float | None = None
     budget_s: float | None = None
     cache: str | None = None  # cold, warm, pristine, cold-then-warm; None: the suite's, or cold
@@ -161,8 +163,12 @@ def run_options(
         raise UsageError(f"--threads {measure.threads} must be at least 1")
     budget = parse_size(measure.memory_budget) if measure.memory_budget else None
     cache, cache_root = _cache(measure, suite)
+    device = parse_device(device)
     return RunOptions(
-        device=parse_device(device),
+        device=device,
+        device_memory_budget=parse_size(measure.device_memory_budget)
+        if measure.device_memory_budget
+        else default_device_budget(device, metadata.gpu_memory_bytes()),
         timeout_s=measure.timeout_s or RunOptions.timeout_s,
         memory_budget=budget or default_memory_budget(),
         cache=cache,
@@ -233,7 +239,7 @@ def plan_cells(
     ``measure.repeat`` times in interleaved fresh workers."""
     cells = plan.schedule(chosen, measure.repeat, measure.order_seed)
     record = _new_run(options, cells, argv, label)
-    planned = plan.plan(cells, options.memory_budget, options.force)
+    planned = plan.plan(cells, *budgets(options))
     warnings = machine_warnings(record.machine) + option_warnings(options)
     return PlannedRun(record, planned, options, warnings)
 
@@ -251,7 +257,7 @@ def plan_rerun(
         workloads.load_workload_file(path)
     cells = [CellSpec(**spec) for spec in old.planned]
     record = _new_run(options, cells, argv, label)
-    planned = plan.plan(cells, options.memory_budget, options.force)
+    planned = plan.plan(cells, *budgets(options))
     return PlannedRun(record, planned, options, machine_warnings(record.machine))
 
 
@@ -274,12 +280,19 @@ def _new_run(
     )
 
 
-def max_batches(selection: Selection, measure: Measure) -> tuple[list[MaxBatch], int]:
+def budgets(options: RunOptions) -> tuple[int, bool, int | None]:
+    """plan.plan's budgets: the host's, --force, the device's."""
+    return options.memory_budget, options.force, options.device_memory_budget
+
+
+def max_batches(selection: Selection, measure: Measure) -> tuple[list[MaxBatch], RunOptions]:
     """For each selected cell with a batch parameter, the largest batch predicted to fit the
-    memory budget, and the budget (nothing runs)."""
+    memory budgets (host, and device on an accelerator), and the options holding them
+    (nothing runs)."""
     chosen, suite = choose_cells(selection)
     options = run_options(measure, selection.device, suite, selection.workload_files)
-    return maxbatch.max_batches(chosen, options.memory_budget), options.memory_budget
+    answers = maxbatch.max_batches(chosen, options.memory_budget, options.device_memory_budget)
+    return answers, options
 
 
 def plan_resume(results: store.Store, run_id: str) -> PlannedRun:
@@ -300,7 +313,7 @@ def plan_resume(results: store.Store, run_id: str) -> PlannedRun:
     cells = [CellSpec(**spec) for spec in record.planned]
     remaining = [cell for cell in cells if (cell.key(), cell.repeat) not in done]
     record.status, record.finished = "running", None
-    planned = plan.plan(remaining, options.memory_budget, options.force)
+    planned = plan.plan(remaining, *budgets(options))
     return PlannedRun(record, planned, options, machine_warnings(record.machine))
 
 

@@ -129,6 +129,12 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
         help="per worker, e.g. 8GiB (default: 75%% of available memory)",
     )
     limits.add_argument(
+        "--device-memory-budget",
+        metavar="SIZE",
+        help="what an accelerator cell's predicted device peak must fit, e.g. 70GiB (default: "
+        "90%% of the GPU's memory as nvidia-smi reports it; unchecked when unknown)",
+    )
+    limits.add_argument(
         "--target-ci",
         type=float,
         metavar="PCT",

@@ -27,6 +27,8 @@ EXECUTORS = ("local", "ray")
 DEFAULT_TIMEOUT_S = 900.0
 # Leave room for the parent, the OS page cache and whatever else shares the machine.
 DEFAULT_BUDGET_SHARE = 0.75
+# Of a GPU's memory: the framework's context, kernels and allocator slack take the rest.
+DEFAULT_DEVICE_BUDGET_SHARE = 0.9
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
@@ -48,6 +50,16 @@ def default_memory_budget() -> int:
     """A safe share of this machine's memory: of what is available now, not of the total."""
     memory = psutil.virtual_memory()
     return int(min(memory.total, memory.available) * DEFAULT_BUDGET_SHARE)
+
+
+def default_device_budget(device: str, gpu_memory: list[int]) -> int | None:
+    """DEFAULT_DEVICE_BUDGET_SHARE of the memory of ``device``'s GPU (``gpu_memory``: each
+    GPU's bytes, nvidia-smi's order); None on the cpu, a TPU, or a GPU not listed."""
+    kind, _, index = device.partition(":")
+    position = int(index or 0)
+    if kind != "gpu" or position >= len(gpu_memory):
+        return None
+    return int(gpu_memory[position] * DEFAULT_DEVICE_BUDGET_SHARE)
 
 
 def parse_device(text: str) -> str:
@@ -83,6 +95,8 @@ class RunOptions:
     force: bool = False  # run cells predicted not to fit the memory budget
     preallocate: bool = False  # let accelerator frameworks reserve most device memory upfront
     memory_fraction: float | None = None  # the share of a gpu's memory JAX and torch may take
+    # What an accelerator cell's predicted device peak must fit; None: not checked (unknown).
+    device_memory_budget: int | None = None
     allocator_conf: str = ""  # PYTORCH_CUDA_ALLOC_CONF for torch's cells on a gpu
     matmul_precision: str = "highest"
 

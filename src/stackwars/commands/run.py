@@ -34,6 +34,7 @@ def measure(args: argparse.Namespace) -> api.Measure:
     return api.Measure(
         timeout_s=args.timeout,
         memory_budget=args.memory_budget,
+        device_memory_budget=args.device_memory_budget,
         target_ci_pct=args.target_ci,
         budget_s=args.budget,
         cache=args.cache,
@@ -54,8 +55,12 @@ def measure(args: argparse.Namespace) -> api.Measure:
 def run(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
     if args.find_max_batch and not args.resume:
-        answers, budget = api.max_batches(selection(args), measure(args))
-        console.print(max_batch_table(answers, budget))
+        answers, options = api.max_batches(selection(args), measure(args))
+        console.print(
+            max_batch_table(
+                answers, options.memory_budget, options.device, options.device_memory_budget
+            )
+        )
         return 0
     resumed = args.resume is not None
     planned = (
