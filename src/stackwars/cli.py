@@ -282,6 +282,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure this machine's GEMM FLOP/s and memory bandwidth once and store them; "
         "tables then place every cell on the roofline",
     )
+    env.add_argument(
+        "--device",
+        default="cpu",
+        help="the device --peak measures, each library's GEMM and copy kernels run on it "
+        "(cpu, gpu, gpu:1, tpu; default cpu); each device's peak is stored apart",
+    )
     rerun = subparsers.add_parser(
         "rerun", help="measure a stored run's plan again, exactly (same cells, same options)"
     )

@@ -7,6 +7,7 @@ import argparse
 from rich.table import Table
 
 from stackwars import api, workloads
+from stackwars.config import parse_device
 from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, stack_missing_reason
 from stackwars.report.console import report_console
 from stackwars.report.env import render_env
@@ -61,17 +62,25 @@ def env(args: argparse.Namespace, argv: list[str]) -> int:
     info["blas_libraries"] = api.blas_libraries()
     info["devices"] = api.device_support()
     console.print(render_env(info))
+    device = parse_device(args.device)
     if args.peak:
-        console.print("measuring this machine's peak (GEMM per library, STREAM); ~4 minutes")
-        _, path = api.measure_and_store_peak()
+        console.print(
+            f"measuring this machine's peak on {device} (GEMM per library, STREAM); "
+            "~4 minutes on the cpu"
+        )
+        _, path = api.measure_and_store_peak(device=device)
         console.print(f"stored in {path}")
-    stored, stale = api.usable_peak(metadata.machine_info())
+    stored, stale = api.usable_peak(metadata.machine_info(), device)
     if stale:
         console.print(f"warning: {stale}")
     if stored is None:
-        console.print("peak: none for this machine; run 'stackwars env --peak' (once per machine)")
+        option = "" if device == "cpu" else f" --device {device}"
+        console.print(
+            f"peak: none for {device} on this machine; run 'stackwars env --peak{option}' "
+            "(once per machine)"
+        )
         return 0
-    table = Table("Peak", "value")
+    table = Table(f"Peak ({device})", "value")
     for name, value in peak_rows(stored).items():
         table.add_row(name, value)
     console.print(table)

@@ -90,7 +90,7 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
             record = api.execute(planned, results, progress, json_path, executor)
     finally:
         executor.close()
-    peak, stale = api.usable_peak(record.machine)
+    peak, stale = api.usable_peak(record.machine, record.options.get("device", "cpu"))
     if stale:
         console.print(f"warning: {stale}")
     tables = build_tables(merge_repeats(record.cells), peak)

@@ -51,6 +51,10 @@ UNSTABLE_NOTE = f"{UNSTABLE_MARK} not stable: CI target not reached within the t
 TERMINAL_REASON_CHARS = 60
 NO_PEAK_NOTE = "Roofline: measure this machine's limits once with 'stackwars env --peak'"
 OTHER_MACHINE_NOTE = "Roofline: the stored peak was measured on another machine than these cells'"
+OTHER_DEVICE_NOTE = (
+    "Roofline: the stored peak is the {peak}'s, these cells ran on {device}; measure it once "
+    "with 'stackwars env --peak --device {device}'"
+)
 WITHIN_PROCESS_NOTE = (
     "±: half-width of the 95 % CI of the median within one worker process; the variation "
     "between processes is not in it (--repeat 3 measures it)"
@@ -143,9 +147,8 @@ def build_tables(cells: Iterable[Cell], peak: Peak | None = None) -> list[Table]
 
 
 def _build_table(cells: list[Cell], peak: Peak | None, machine: str = "") -> Table:
-    node = next((cell.node for cell in cells if machine_of(cell)), {})
-    other_machine = peak is not None and bool(node) and not peak_matches_machine(peak, node)
-    peak = None if other_machine else peak
+    no_roofline = _unusable_peak(cells, peak)
+    peak = None if no_roofline else peak
     baseline = next((cell for cell in cells if _median(cell) is not None), None)
     columns = table_columns(cells)
     rows = tuple(_row(cell, baseline, peak, columns) for cell in cells)
@@ -154,8 +157,23 @@ def _build_table(cells: list[Cell], peak: Peak | None, machine: str = "") -> Tab
     if DEVICE_COLUMN in columns:
         notes = (*notes, DEVICE_NOTE)
     if peak is None:
-        notes = (*notes, OTHER_MACHINE_NOTE if other_machine else NO_PEAK_NOTE)
+        notes = (*notes, no_roofline or NO_PEAK_NOTE)
     return Table(first.workload, dict(first.params), first.device, rows, notes, machine, columns)
+
+
+def _unusable_peak(cells: list[Cell], peak: Peak | None) -> str:
+    """Why ``peak`` must not place these cells ('' when it may, or there is none): measured
+    on another machine, or on another device (a GPU cell is never placed under the cpu's
+    roofline, nor gpu:1's under gpu:0's)."""
+    if peak is None:
+        return ""
+    node = next((cell.node for cell in cells if machine_of(cell)), {})
+    if node and not peak_matches_machine(peak, node):
+        return OTHER_MACHINE_NOTE
+    device = cells[0].device
+    return (
+        "" if peak.device == device else OTHER_DEVICE_NOTE.format(peak=peak.device, device=device)
+    )
 
 
 def table_columns(cells: list[Cell]) -> tuple[str, ...]:
