@@ -157,7 +157,8 @@ def _build_table(cells: list[Cell], peak: Peak | None, machine: str = "") -> Tab
     if DEVICE_COLUMN in columns:
         notes = (*notes, DEVICE_NOTE)
     if peak is None:
-        notes = (*notes, no_roofline or NO_PEAK_NOTE)
+        on_device = f"{NO_PEAK_NOTE[:-1]} --device {first.device}'"
+        notes = (*notes, no_roofline or (NO_PEAK_NOTE if first.device == "cpu" else on_device))
     return Table(first.workload, dict(first.params), first.device, rows, notes, machine, columns)
 
 
