@@ -64,7 +64,9 @@ def test_torchs_allocator_settings_reach_its_gpu_cells_only(tmp_path: Path) -> N
 
 def test_allocator_options_on_cpu_are_warned_about() -> None:
     (warning,) = option_warnings(RunOptions(memory_fraction=0.5, allocator_conf="x"))
-    assert warning.startswith("--memory-fraction, --allocator-conf change(s) nothing on cpu")
+    assert warning.startswith("--memory-fraction, --allocator-conf change nothing on cpu")
+    (alone,) = option_warnings(RunOptions(preallocate=True))
+    assert alone.startswith("--preallocate changes nothing on cpu")
     (on_gpu,) = option_warnings(RunOptions(device="gpu", memory_fraction=0.5))
     assert "TensorFlow 2 has no fraction setting" in on_gpu
     assert option_warnings(RunOptions(device="gpu", preallocate=True)) == []

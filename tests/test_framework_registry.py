@@ -216,8 +216,8 @@ def test_the_fake_framework_is_selftested(
     framework.load()
     framework.init(RunSettings(cache_dir=str(tmp_path)))
     checks = selftest_worker.run_checks(framework, "traced", "cpu", max_n=256)
-    assert [check.name for check in checks] == ["physical", "chain", "dispatch"]
-    assert checks[2].passed is None  # synchronous
+    assert [check.name for check in checks] == ["calibration", "physical", "chain", "dispatch"]
+    assert checks[3].passed is None  # synchronous
 
 
 def test_the_fake_framework_gets_a_peak_without_falling_through_to_another(

@@ -141,9 +141,10 @@ def option_warnings(options: RunOptions) -> list[str]:
         ]
         if not asked:
             return []
+        verb = "changes" if len(asked) == 1 else "change"
         return [
-            f"{', '.join(asked)} change(s) nothing on cpu: they govern the allocators of JAX, "
-            "torch and TensorFlow on a gpu (each cell records the settings it ran with)"
+            f"{', '.join(asked)} {verb} nothing on cpu: the allocators of JAX, torch and "
+            "TensorFlow read them on a gpu only (each cell records the settings it ran with)"
         ]
     if options.memory_fraction is not None:
         return [
