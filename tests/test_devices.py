@@ -199,3 +199,16 @@ def test_env_asks_each_framework_in_a_worker_of_its_own() -> None:
     through_torchax, jax = probed.get("torch:xla"), probed["jax"]
     if isinstance(through_torchax, list) and isinstance(jax, list):
         assert by_kind(through_torchax)["tpu"].reason == by_kind(jax)["tpu"].reason
+
+
+def test_envs_devices_table_keeps_the_extras_brackets() -> None:
+    from rich.console import Console
+
+    from stackwars.report.env import device_table
+
+    support = torch_module.device_support(ANSWERS["cpu_machine"]["torch"])
+    console = Console(width=400, record=True)
+    console.print(device_table({"torch": support, "jax": "no answer [oom]"}))
+    text = console.export_text()
+    assert "pip install 'stackwars[cuda]'" in text
+    assert "not asked: no answer [oom]" in text

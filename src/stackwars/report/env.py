@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 from stackwars.frameworks.base import DEVICE_KINDS, DeviceSupport
 from stackwars.report.table import format_bytes
@@ -40,11 +41,12 @@ def device_table(probed: Mapping[str, list[DeviceSupport] | str]) -> Table:
         caption="Keras stacks see what their backend sees",
     )
     for framework, support in probed.items():
+        # Text, not markup: the fixes name extras in brackets ('stackwars[cuda]').
         if isinstance(support, str):
-            table.add_row(framework, f"not asked: {support}", *([""] * (len(kinds) - 1)))
+            table.add_row(framework, Text(f"not asked: {support}"), *([""] * (len(kinds) - 1)))
             continue
         by_kind = {entry.kind: entry.describe() for entry in support}
-        table.add_row(framework, *(by_kind.get(kind, "") for kind in kinds))
+        table.add_row(framework, *(Text(by_kind.get(kind, "")) for kind in kinds))
     return table
 
 
