@@ -183,7 +183,7 @@ def test_the_fake_framework_is_skipped_where_it_has_no_implementation_or_device(
     assert plan.skip_reason(cell) == f"workload 'gemm' has no {fake.NAME} implementation"
     on_gpu = fake_cell(fake)
     on_gpu = CellSpec(on_gpu.workload, on_gpu.params, on_gpu.stack, "gpu")
-    assert plan.skip_reason(on_gpu) == f"{fake.NAME} has no gpu support here; devices: cpu"
+    assert plan.skip_reason(on_gpu) == f"{on_gpu.stack} does not run on gpu; it runs on cpu"
 
 
 def test_the_fake_framework_is_listed_with_its_modes(
@@ -208,7 +208,7 @@ def test_the_fake_framework_is_selftested(
 
     monkeypatch.setattr(instruments, "run_selftest_worker", worker)
     on_gpu = api.selftest_stack(Stack(fake.NAME, "eager"), "gpu", 10.0)
-    assert (on_gpu.status, on_gpu.reason) == ("unsupported", "fakenp runs on cpu, not gpu")
+    assert (on_gpu.status, on_gpu.reason) == ("unsupported", "fakenp:eager runs on cpu, not gpu")
     assert api.selftest_stack(Stack(fake.NAME, "traced"), "cpu", 10.0).status == "ok"
     assert started == ["fakenp:traced"]
     # What the worker then does, in process: the framework's own step, chained and timed.
@@ -216,8 +216,8 @@ def test_the_fake_framework_is_selftested(
     framework.load()
     framework.init(RunSettings(cache_dir=str(tmp_path)))
     checks = selftest_worker.run_checks(framework, "traced", "cpu", max_n=256)
-    assert [check.name for check in checks] == ["physical", "chain", "dispatch"]
-    assert checks[2].passed is None  # synchronous
+    assert [check.name for check in checks] == ["calibration", "physical", "chain", "dispatch"]
+    assert checks[3].passed is None  # synchronous
 
 
 def test_the_fake_framework_gets_a_peak_without_falling_through_to_another(

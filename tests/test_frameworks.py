@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from stackwars.frameworks import FRAMEWORKS, load_framework
-from stackwars.frameworks.base import Framework, FrameworkInfo, RunSettings
+from stackwars.frameworks.base import DeviceUnavailable, Framework, FrameworkInfo, RunSettings
 
 COMPILING = {("jax", "jit"), ("torch", "compile"), ("tensorflow", "graph"), ("tensorflow", "xla")}
 PHASE_KEYS = {
@@ -145,15 +145,17 @@ def test_jax_x64_decides_the_computed_dtype(
 def test_missing_gpu_is_a_clear_error(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The framework itself says it sees no gpu (this machine has none): DeviceUnavailable,
+    whose reason names the CPU-only build and the extra that fixes it."""
     pytest.importorskip(FRAMEWORKS[name].import_name)
     framework = load_framework(name)
     framework.load()
     settings = RunSettings(device="gpu", cache_dir=str(tmp_path))
     try:
         framework.init(settings)
-    except RuntimeError as exc:
-        assert "gpu" in str(exc)
-        assert "--device cpu" in str(exc)
+    except DeviceUnavailable as exc:
+        assert str(exc).startswith("no gpu here: cpu only:")
+        assert "stackwars[cuda]" in str(exc)
     else:
         pytest.skip(f"{name} found a gpu on this machine")
 

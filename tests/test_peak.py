@@ -4,6 +4,7 @@ answers."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from stackwars.report.roofline import (
     roofline_bound,
     roofline_fraction,
 )
+from stackwars.report.table import NO_PEAK_NOTE, build_tables
 from stackwars.results.peak import (
     PEAK_VERSION,
     Peak,
@@ -299,7 +301,6 @@ def test_tables_place_cells_on_the_roofline_of_a_stored_peak(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from stackwars.cli import main
-    from stackwars.report.table import NO_PEAK_NOTE, build_tables
     from stackwars.results import metadata
 
     cell = make_cell(1e9, 1e8, 0.02)  # 50 GFLOP/s at 10 F/B: half the float32 roof
@@ -309,7 +310,7 @@ def test_tables_place_cells_on_the_roofline_of_a_stored_peak(
     assert NO_PEAK_NOTE in without.notes
     monkeypatch.setenv("STACKWARS_PEAK", str(tmp_path / "peak.json"))
     assert main(["env"]) == 0
-    assert "none for this machine" in capsys.readouterr().out
+    assert "none for cpu on this machine" in capsys.readouterr().out
     here = metadata.machine_info()
     save_peak(
         Peak(
@@ -335,4 +336,55 @@ def test_tables_place_cells_on_the_roofline_of_a_stored_peak(
     )
     assert main(["env"]) == 0
     out = capsys.readouterr().out
-    assert "measured on another machine" in out and "none for this machine" in out
+    assert "measured on another machine" in out and "none for cpu on this machine" in out
+
+
+# The peak per device: each device's peak is measured on it and stored apart, and a table
+# never places cells under another device's roofline. Only the code path is tested: no GPU
+# peak was measured (docs/accelerators.md).
+
+
+def test_each_device_has_its_own_peak_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STACKWARS_PEAK", str(tmp_path / "peak.json"))
+    assert default_peak_path() == tmp_path / "peak.json"
+    assert default_peak_path("gpu") == tmp_path / "peak-gpu.json"
+    assert default_peak_path("gpu:1") == tmp_path / "peak-gpu-1.json"
+    gpu_peak = dataclasses.replace(PEAK, device="gpu")
+    assert save_peak(gpu_peak) == tmp_path / "peak-gpu.json"
+    assert load_peak(device="gpu") == gpu_peak
+    assert load_peak() is None, "the cpu's peak is not the gpu's"
+
+
+def test_a_peak_file_without_a_device_is_the_cpus(tmp_path: Path) -> None:
+    path = save_peak(PEAK, tmp_path / "peak.json")
+    assert load_peak(path).device == "cpu"  # pyright: ignore[reportOptionalMemberAccess]
+
+
+def test_gpu_cells_are_never_placed_under_the_cpus_roofline() -> None:
+    cell = dataclasses.replace(make_cell(1e9, 1e8, 0.02), device="gpu")
+    (table,) = build_tables([cell], PEAK)
+    assert "AI" not in " ".join(table.rows[0].texts())
+    (note,) = [n for n in table.notes if n.startswith("Roofline:")]
+    assert "the stored peak is the cpu's, these cells ran on gpu" in note
+    assert "stackwars env --peak --device gpu" in note
+    (placed,) = build_tables([cell], dataclasses.replace(PEAK, device="gpu"))
+    assert "AI 10 F/B, 50% of compute bound" in placed.rows[0].texts()
+    assert NO_PEAK_NOTE not in placed.notes
+
+
+def test_a_tpu_peak_needs_float32_alone() -> None:
+    libraries = {"jax": library_result(200e12, None, 800e9)}
+    flops, bandwidth, best = best_of(libraries, "tpu")
+    assert flops == {"float32": 200e12} and bandwidth == 800e9
+    assert best["gemm_float32"] == "jax"
+    with pytest.raises(PeakError, match="float64"):
+        best_of(libraries, "gpu")
+
+
+@pytest.mark.slow
+def test_a_gpu_peak_here_fails_with_each_librarys_reason() -> None:
+    with pytest.raises(PeakError, match="no library measured float32 GEMM") as raised:
+        measure_peak(quick=True, timeout_s=300, device="gpu")
+    message = str(raised.value)
+    assert "numpy runs on cpu, not gpu" in message
+    assert "no gpu here: cpu only:" in message

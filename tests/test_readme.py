@@ -301,6 +301,30 @@ AS_RUN: dict[str, list[list[str]] | None] = {
         ]
     ],
     "ray stop": [["ray", "stop"]],
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[cuda]'": None,
+    "stackwars env": [["env"]],
+    "stackwars selftest --device gpu": [
+        ["selftest", "--device", "gpu", "--stacks", "numpy:eager,jax:jit"]
+    ],
+    "stackwars run --suite seed-blog --device gpu --matmul-precision default": [
+        [
+            "run",
+            "--suite",
+            "seed-blog",
+            "--device",
+            "gpu",
+            "--matmul-precision",
+            "default",
+            "--param",
+            "n=32",
+            *SMALL,
+        ]
+    ],
+    "stackwars env --peak --device gpu": None,
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[tpu]'": None,
+    "stackwars run --suite stack-wars-ops --device tpu --stacks jax,torch:xla": [
+        ["run", "--suite", "stack-wars-ops", "--device", "tpu", *OPS, "--stacks", "jax:jit", *FAST]
+    ],
     "stackwars run --workload-file my_workloads.py --workload tanh --stacks numpy,jax": [
         [
             "run",
@@ -342,6 +366,8 @@ WHY = {
     "stackwars profile --workload selu --param n=2000 --stacks jax:jit,torch:compile,"
     "tensorflow:xla": "jax:jit and numpy (unsupported, no worker): torch:compile and "
     "tensorflow:xla are profiled in tests/test_profile_workers.py",
+    "stackwars run --suite stack-wars-ops --device tpu --stacks jax,torch:xla": "jax:jit "
+    "alone: here every cell ends unsupported (no TPU), tests/test_devices.py runs torch:xla",
 }
 
 
@@ -349,6 +375,13 @@ WHY = {
 NOT_RUN = {
     "ray start --address HEAD:6379": "a second machine joining the head: the tests have one "
     "machine (tests/test_ray_executor.py covers one node; several are not proven here)",
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[cuda]'": "downloads gigabytes of "
+    "CUDA wheels for a GPU this machine lacks; tests/test_accelerator_extras.py checks the "
+    "extra's pins and docs/accelerators.md the resolver's dry run",
+    "stackwars env --peak --device gpu": "measures a GPU this machine lacks; tests/test_peak.py "
+    "runs its code path here, where every library says why it has no gpu",
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[tpu]'": "installs libtpu for a TPU "
+    "VM this machine is not; tests/test_accelerator_extras.py checks the pins",
 }
 
 

@@ -208,7 +208,7 @@ def test_a_missing_framework_is_unsupported_without_a_worker(
 
     monkeypatch.setattr(instruments, "run_selftest_worker", no_worker)
     on_gpu = api.selftest_stack(Stack("numpy", "eager"), "gpu", 10.0)
-    assert (on_gpu.status, on_gpu.reason) == ("unsupported", "numpy runs on cpu, not gpu")
+    assert (on_gpu.status, on_gpu.reason) == ("unsupported", "numpy:eager runs on cpu, not gpu")
     monkeypatch.setattr(
         instruments, "stack_missing_reason", lambda framework, mode: f"{framework} is missing"
     )

@@ -20,9 +20,13 @@ from typing import Any
 from stackwars import workloads
 from stackwars.config import (
     CACHE_MODES,
+    MATMUL_PRECISIONS,
     RunOptions,
+    check_fraction,
     choose,
+    default_device_budget,
     default_memory_budget,
+    option_warnings,
     parse_device,
     parse_size,
 )
@@ -41,6 +45,7 @@ from stackwars.instruments import (  # noqa: F401
     blas_libraries,
     capture_run_ir,
     capture_stack,
+    device_support,
     machine_warnings,
     measure_and_store_peak,
     profile_cells,
@@ -99,6 +104,7 @@ class Measure:
 
     timeout_s: float | None = None
     memory_budget: str | None = None  # "8GiB"; None: 75 % of the memory available now
+    device_memory_budget: str | None = None  # None: 90 % of the GPU's (nvidia-smi)
     target_ci_pct: float | None = None
     budget_s: float | None = None
     cache: str | None = None  # cold, warm, pristine, cold-then-warm; None: the suite's, or cold
@@ -107,6 +113,9 @@ class Measure:
     x64: str = "auto"
     force: bool = False
     preallocate: bool = False
+    memory_fraction: float | None = None  # of the device's memory, for JAX and torch
+    allocator_conf: str | None = None  # PYTORCH_CUDA_ALLOC_CONF for torch on a gpu
+    matmul_precision: str = "highest"  # highest, high or default (config.MATMUL_PRECISIONS)
     seed: int = 0
     repeat: int = 1
     order_seed: int = 0
@@ -161,8 +170,12 @@ def run_options(
         raise UsageError(f"--threads {measure.threads} must be at least 1")
     budget = parse_size(measure.memory_budget) if measure.memory_budget else None
     cache, cache_root = _cache(measure, suite)
+    device = parse_device(device)
     return RunOptions(
-        device=parse_device(device),
+        device=device,
+        device_memory_budget=parse_size(measure.device_memory_budget)
+        if measure.device_memory_budget
+        else default_device_budget(device, metadata.gpu_memory_bytes()),
         timeout_s=measure.timeout_s or RunOptions.timeout_s,
         memory_budget=budget or default_memory_budget(),
         cache=cache,
@@ -174,6 +187,9 @@ def run_options(
         cache_root=cache_root,
         force=measure.force,
         preallocate=measure.preallocate,
+        memory_fraction=check_fraction(measure.memory_fraction),
+        allocator_conf=measure.allocator_conf or "",
+        matmul_precision=choose("matmul precision", measure.matmul_precision, MATMUL_PRECISIONS),
     )
 
 
@@ -230,19 +246,9 @@ def plan_cells(
     ``measure.repeat`` times in interleaved fresh workers."""
     cells = plan.schedule(chosen, measure.repeat, measure.order_seed)
     record = _new_run(options, cells, argv, label)
-    planned = plan.plan(cells, options.memory_budget, options.force)
+    planned = plan.plan(cells, *budgets(options))
     warnings = machine_warnings(record.machine) + option_warnings(options)
     return PlannedRun(record, planned, options, warnings)
-
-
-def option_warnings(options: RunOptions) -> list[str]:
-    """Options that will not do what their name suggests on this run's device."""
-    if options.preallocate and options.device == "cpu":
-        return [
-            "--preallocate changes nothing on cpu: JAX and TensorFlow pre-allocate accelerator "
-            "memory only (it is still recorded in each cell's settings)"
-        ]
-    return []
 
 
 def plan_rerun(
@@ -258,7 +264,7 @@ def plan_rerun(
         workloads.load_workload_file(path)
     cells = [CellSpec(**spec) for spec in old.planned]
     record = _new_run(options, cells, argv, label)
-    planned = plan.plan(cells, options.memory_budget, options.force)
+    planned = plan.plan(cells, *budgets(options))
     return PlannedRun(record, planned, options, machine_warnings(record.machine))
 
 
@@ -281,12 +287,19 @@ def _new_run(
     )
 
 
-def max_batches(selection: Selection, measure: Measure) -> tuple[list[MaxBatch], int]:
+def budgets(options: RunOptions) -> tuple[int, bool, int | None]:
+    """plan.plan's budgets: the host's, --force, the device's."""
+    return options.memory_budget, options.force, options.device_memory_budget
+
+
+def max_batches(selection: Selection, measure: Measure) -> tuple[list[MaxBatch], RunOptions]:
     """For each selected cell with a batch parameter, the largest batch predicted to fit the
-    memory budget, and the budget (nothing runs)."""
+    memory budgets (host, and device on an accelerator), and the options holding them
+    (nothing runs)."""
     chosen, suite = choose_cells(selection)
     options = run_options(measure, selection.device, suite, selection.workload_files)
-    return maxbatch.max_batches(chosen, options.memory_budget), options.memory_budget
+    answers = maxbatch.max_batches(chosen, options.memory_budget, options.device_memory_budget)
+    return answers, options
 
 
 def plan_resume(results: store.Store, run_id: str) -> PlannedRun:
@@ -307,7 +320,7 @@ def plan_resume(results: store.Store, run_id: str) -> PlannedRun:
     cells = [CellSpec(**spec) for spec in record.planned]
     remaining = [cell for cell in cells if (cell.key(), cell.repeat) not in done]
     record.status, record.finished = "running", None
-    planned = plan.plan(remaining, options.memory_budget, options.force)
+    planned = plan.plan(remaining, *budgets(options))
     return PlannedRun(record, planned, options, machine_warnings(record.machine))
 
 
@@ -342,6 +355,7 @@ def run(
     suite: str | None = None,
     params: Mapping[str, Any] | None = None,
     stacks: str | Sequence[str] | None = None,
+    device: str = "cpu",
     db: str | None = None,
     workload_files: Sequence[str] = (),
     reporter: session.Reporter | None = None,
@@ -350,7 +364,8 @@ def run(
     """Measure cells from Python and return the run (stored like any other).
 
     ``params`` maps a parameter to a value or a list of values (one cell each); ``stacks`` is
-    a comma list or a list of stack names; ``workload_files`` register more workloads;
+    a comma list or a list of stack names; ``device`` is cpu, gpu, gpu:1 or tpu;
+    ``workload_files`` register more workloads;
     ``measure`` takes :class:`Measure`'s fields (``budget_s=0.5``, ``repeat=3``...); the store
     is ``db``, else ``$STACKWARS_DB``, else ``./stackwars.sqlite``. Example::
 
@@ -363,6 +378,7 @@ def run(
         workload=workload,
         params=texts,
         stacks=stack_text,
+        device=device,
         workload_files=tuple(workload_files),
     )
     planned = plan_run(selection, Measure(**measure), argv=["stackwars.run"])

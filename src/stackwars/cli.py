@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stackwars import __version__, cli_parsers, commands
-from stackwars.config import CACHE_MODES, EXECUTORS
+from stackwars.config import CACHE_MODES, EXECUTORS, MATMUL_PRECISIONS
 from stackwars.errors import UsageError
 
 EXIT_BAD_INPUT = 2
@@ -135,6 +135,12 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
         help="per worker, e.g. 8GiB (default: 75%% of available memory)",
     )
     limits.add_argument(
+        "--device-memory-budget",
+        metavar="SIZE",
+        help="what an accelerator cell's predicted device peak must fit, e.g. 70GiB (default: "
+        "90%% of the GPU's memory as nvidia-smi reports it; unchecked when unknown)",
+    )
+    limits.add_argument(
         "--target-ci",
         type=float,
         metavar="PCT",
@@ -165,6 +171,28 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let JAX and TensorFlow reserve most of an accelerator's memory upfront, their "
         "default (stackwars turns it off so memory peaks are the work's); no effect on cpu",
+    )
+    limits.add_argument(
+        "--memory-fraction",
+        type=float,
+        metavar="F",
+        help="the share of a gpu's memory JAX and torch may take, in (0, 1] (JAX: "
+        "XLA_PYTHON_CLIENT_MEM_FRACTION, what --preallocate reserves; torch: "
+        "set_per_process_memory_fraction); default: each framework's own",
+    )
+    limits.add_argument(
+        "--allocator-conf",
+        metavar="TEXT",
+        help="PYTORCH_CUDA_ALLOC_CONF for torch's cells on a gpu, e.g. "
+        "expandable_segments:True (default: torch's own)",
+    )
+    limits.add_argument(
+        "--matmul-precision",
+        choices=MATMUL_PRECISIONS,
+        default="highest",
+        help="float32 matmuls: highest (full precision, the default), high (the framework's "
+        "faster mode: TF32 on NVIDIA GPUs) or default (as each framework leaves them: TF32 on "
+        "in TensorFlow, and in JAX on GPUs, off in torch); recorded in each cell",
     )
     limits.add_argument(
         "--threads",
@@ -260,6 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="measure this machine's GEMM FLOP/s and memory bandwidth once and store them; "
         "tables then place every cell on the roofline",
+    )
+    env.add_argument(
+        "--device",
+        default="cpu",
+        help="the device --peak measures, each library's GEMM and copy kernels run on it "
+        "(cpu, gpu, gpu:1, tpu; default cpu); each device's peak is stored apart",
     )
     rerun = subparsers.add_parser(
         "rerun", help="measure a stored run's plan again, exactly (same cells, same options)"

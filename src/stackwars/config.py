@@ -18,11 +18,17 @@ DEVICE_KINDS = ("cpu", "gpu", "tpu")
 # measured again in a fresh worker that finds the cache the first one filled.
 CACHE_MODES = ("cold", "warm", "pristine", "cold-then-warm")
 X64_MODES = ("auto", "on", "off")
+# --matmul-precision: float32 matmuls at full precision (highest), in the framework's faster
+# mode (high: TF32 on NVIDIA GPUs, bf16 passes on TPUs), or as the framework leaves them by
+# default (TF32 on in TensorFlow and, on GPUs, in JAX; off in torch).
+MATMUL_PRECISIONS = ("highest", "high", "default")
 # Where cells run: here, one at a time (local), or as tasks on a Ray cluster (runner/executors.py).
 EXECUTORS = ("local", "ray")
 DEFAULT_TIMEOUT_S = 900.0
 # Leave room for the parent, the OS page cache and whatever else shares the machine.
 DEFAULT_BUDGET_SHARE = 0.75
+# Of a GPU's memory: the framework's context, kernels and allocator slack take the rest.
+DEFAULT_DEVICE_BUDGET_SHARE = 0.9
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
@@ -44,6 +50,16 @@ def default_memory_budget() -> int:
     """A safe share of this machine's memory: of what is available now, not of the total."""
     memory = psutil.virtual_memory()
     return int(min(memory.total, memory.available) * DEFAULT_BUDGET_SHARE)
+
+
+def default_device_budget(device: str, gpu_memory: list[int]) -> int | None:
+    """DEFAULT_DEVICE_BUDGET_SHARE of the memory of ``device``'s GPU (``gpu_memory``: each
+    GPU's bytes, nvidia-smi's order); None on the cpu, a TPU, or a GPU not listed."""
+    kind, _, index = device.partition(":")
+    position = int(index or 0)
+    if kind != "gpu" or position >= len(gpu_memory):
+        return None
+    return int(gpu_memory[position] * DEFAULT_DEVICE_BUDGET_SHARE)
 
 
 def parse_device(text: str) -> str:
@@ -78,6 +94,11 @@ class RunOptions:
     cache_root: Path | None = None  # where compile caches live; a temporary folder when None
     force: bool = False  # run cells predicted not to fit the memory budget
     preallocate: bool = False  # let accelerator frameworks reserve most device memory upfront
+    memory_fraction: float | None = None  # the share of a gpu's memory JAX and torch may take
+    # What an accelerator cell's predicted device peak must fit; None: not checked (unknown).
+    device_memory_budget: int | None = None
+    allocator_conf: str = ""  # PYTORCH_CUDA_ALLOC_CONF for torch's cells on a gpu
+    matmul_precision: str = "highest"
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -94,3 +115,41 @@ class RunOptions:
         root = values.get("cache_root")
         values["cache_root"] = Path(root) if root else None
         return cls(**values)
+
+
+def check_fraction(fraction: float | None) -> float | None:
+    """A --memory-fraction value, refused outside (0, 1]."""
+    if fraction is not None and not 0 < fraction <= 1:
+        raise UsageError(
+            f"--memory-fraction {fraction} must be in (0, 1]: the share of the device's memory "
+            "a framework may take, e.g. 0.5"
+        )
+    return fraction
+
+
+def option_warnings(options: RunOptions) -> list[str]:
+    """Options that will not do what their name suggests on this run's device."""
+    if options.device == "cpu":
+        asked = [
+            name
+            for name, value in (
+                ("--preallocate", options.preallocate),
+                ("--memory-fraction", options.memory_fraction),
+                ("--allocator-conf", options.allocator_conf),
+            )
+            if value
+        ]
+        if not asked:
+            return []
+        verb = "changes" if len(asked) == 1 else "change"
+        return [
+            f"{', '.join(asked)} {verb} nothing on cpu: the allocators of JAX, torch and "
+            "TensorFlow read them on a gpu only (each cell records the settings it ran with)"
+        ]
+    if options.memory_fraction is not None:
+        return [
+            "--memory-fraction is applied by JAX (XLA_PYTHON_CLIENT_MEM_FRACTION) and torch "
+            "(set_per_process_memory_fraction); TensorFlow 2 has no fraction setting, so its "
+            "cells run without one (recorded in settings.framework.memory_fraction)"
+        ]
+    return []

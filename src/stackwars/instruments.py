@@ -22,7 +22,7 @@ from stackwars.frameworks import (
     parse_stacks,
     stack_missing_reason,
 )
-from stackwars.frameworks.base import split_device
+from stackwars.frameworks.base import DeviceSupport, split_device
 from stackwars.ir.capture import stages
 from stackwars.profiling.capture import no_profiler_reason, profiler
 from stackwars.profiling.result import Profile
@@ -40,6 +40,8 @@ IR_TIMEOUT_S = 600.0
 # A stack takes seconds; torch.compile's cold compiles make it about half a minute on 2 cores.
 SELFTEST_TIMEOUT_S = 300.0
 BLAS_PROBE_TIMEOUT_S = 120.0
+# Asking for a TPU where there is none takes TensorFlow seconds; a TPU VM's runtime, longer.
+DEVICE_PROBE_TIMEOUT_S = 180.0
 
 
 def machine_warnings(machine: Mapping[str, Any]) -> list[str]:
@@ -87,20 +89,20 @@ def _environment_warnings(machine: Mapping[str, Any]) -> list[str]:
     return warnings
 
 
-def usable_peak(machine: Mapping[str, Any]) -> tuple[Peak | None, str]:
-    """The stored peak when it describes this machine, else None and why (empty when there
-    is none at all)."""
-    peak = load_peak()
+def usable_peak(machine: Mapping[str, Any], device: str = "cpu") -> tuple[Peak | None, str]:
+    """The stored peak of ``device`` when it describes this machine, else None and why (empty
+    when there is none at all)."""
+    peak = load_peak(device=device)
     if peak is None:
         return None, ""
     stale = stale_reason(peak, dict(machine))
     return (None, stale) if stale else (peak, "")
 
 
-def measure_and_store_peak(quick: bool = False) -> tuple[Peak, Path]:
-    """Measure this machine's peak (~4 minutes; ``quick``: seconds, not a peak) and store it
-    where tables find it."""
-    peak = measure_peak(quick)
+def measure_and_store_peak(quick: bool = False, device: str = "cpu") -> tuple[Peak, Path]:
+    """Measure this machine's peak on ``device`` (~4 minutes on the cpu; ``quick``: seconds,
+    not a peak) and store it where tables find it."""
+    peak = measure_peak(quick, device=device)
     return peak, save_peak(peak)
 
 
@@ -187,9 +189,9 @@ def capture_run_ir(record: Run, options: RunOptions, results: store.Store) -> li
 def selftest_stack(stack: Stack, device: str, timeout_s: float) -> StackResult:
     """One stack's selftest; unsupported without a worker when it cannot run here."""
     reason = stack_missing_reason(stack.framework, stack.mode)
-    devices = FRAMEWORKS[stack.framework].devices
+    devices = FRAMEWORKS[stack.framework].devices_for(stack.mode)
     if reason is None and split_device(device)[0] not in devices:
-        reason = f"{stack.framework} runs on {', '.join(devices)}, not {device}"
+        reason = f"{stack} runs on {', '.join(devices)}, not {device}"
     if reason is not None:
         return StackResult(str(stack), "unsupported", reason)
     return run_selftest_worker(stack, device, timeout_s)
@@ -207,6 +209,32 @@ def run_selftest_worker(stack: Stack, device: str, timeout_s: float) -> StackRes
     if end.status == "timeout":
         detail = f"still running after {timeout_s:g} s; raise it with --timeout"
     return StackResult(str(stack), end.status, detail)
+
+
+def device_support() -> dict[str, list[DeviceSupport] | str]:
+    """Per installed framework (and per mode with a runtime of its own: torch:xla), the device
+    kinds it sees in a fresh worker and why not, or why it could not be asked."""
+    probed: dict[str, list[DeviceSupport] | str] = {}
+    limits = Limits(DEVICE_PROBE_TIMEOUT_S, default_memory_budget())
+    for name, info in FRAMEWORKS.items():
+        # A layer over another framework (Keras) sees that framework's devices.
+        if info.runs_on is not None or missing_reason(name) is not None:
+            continue
+        own = {f"{name}:{mode}": mode for mode, special in info.mode_implementations.items()}
+        for label, mode in {name: None, **own}.items():
+            if mode is not None and stack_missing_reason(name, mode) is not None:
+                continue
+            request = {"framework": name, "mode": mode}
+            end = run_child("stackwars.runner.devices_worker", "devices", request, limits)
+            result = end.result if end.ok and end.result is not None else {}
+            if "support" in result:
+                entries = result["support"]
+                probed[label] = [
+                    DeviceSupport(e["kind"], tuple(e["devices"]), e["reason"]) for e in entries
+                ]
+            else:
+                probed[label] = result.get("missing") or end.detail[-300:]
+    return probed
 
 
 def blas_libraries() -> dict[str, list[dict[str, Any]] | str]:

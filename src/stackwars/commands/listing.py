@@ -7,6 +7,7 @@ import argparse
 from rich.table import Table
 
 from stackwars import api, workloads
+from stackwars.config import parse_device
 from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, stack_missing_reason
 from stackwars.report.console import report_console, warn
 from stackwars.report.env import render_env
@@ -42,7 +43,8 @@ def stack_table() -> Table:
         info = FRAMEWORKS[stack.framework]
         version = installed_version(stack.framework) or "-"
         installed = "no" if reason else "yes"
-        table.add_row(str(stack), installed, version, ", ".join(info.devices), reason or "")
+        devices = ", ".join(info.devices_for(stack.mode))
+        table.add_row(str(stack), installed, version, devices, reason or "")
     return table
 
 
@@ -58,18 +60,27 @@ def env(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
     info = metadata.collect_env()
     info["blas_libraries"] = api.blas_libraries()
+    info["devices"] = api.device_support()
     console.print(render_env(info))
+    device = parse_device(args.device)
     if args.peak:
-        console.print("measuring this machine's peak (GEMM per library, STREAM); ~4 minutes")
-        _, path = api.measure_and_store_peak()
+        console.print(
+            f"measuring this machine's peak on {device} (GEMM per library, STREAM); "
+            "~4 minutes on the cpu"
+        )
+        _, path = api.measure_and_store_peak(device=device)
         console.print(f"stored in {path}")
-    stored, stale = api.usable_peak(metadata.machine_info())
+    stored, stale = api.usable_peak(metadata.machine_info(), device)
     if stale:
         warn(stale)
     if stored is None:
-        console.print("peak: none for this machine; run 'stackwars env --peak' (once per machine)")
+        option = "" if device == "cpu" else f" --device {device}"
+        console.print(
+            f"peak: none for {device} on this machine; run 'stackwars env --peak{option}' "
+            "(once per machine)"
+        )
         return 0
-    table = Table("Peak", "value")
+    table = Table(f"Peak ({device})", "value")
     for name, value in peak_rows(stored).items():
         table.add_row(name, value)
     console.print(table)

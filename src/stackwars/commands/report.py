@@ -68,7 +68,7 @@ def _inputs(args: argparse.Namespace, refs: list[str], runs: list[Run]) -> Repor
             for ref in refs[1:]
         )
     ]
-    peak, stale = api.usable_peak(runs[0].machine)
+    peak, stale = api.usable_peak(runs[0].machine, runs[0].options.get("device", "cpu"))
     run_warnings = {run.id: api.machine_warnings(run.machine) for run in runs}
     if stale:
         run_warnings[runs[0].id] = [*run_warnings[runs[0].id], f"roofline not shown: {stale}"]

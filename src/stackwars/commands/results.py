@@ -57,7 +57,7 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
             console.print(part, highlight=False, soft_wrap=True)
         return 0
     cells = merge_repeats(record.cells)
-    peak, stale = api.usable_peak(record.machine)
+    peak, stale = api.usable_peak(record.machine, record.options.get("device", "cpu"))
     if stale:
         warn(stale)
     tables = build_tables(cells, peak)

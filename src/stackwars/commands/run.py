@@ -37,11 +37,15 @@ def measure(args: argparse.Namespace) -> api.Measure:
     return api.Measure(
         timeout_s=args.timeout,
         memory_budget=args.memory_budget,
+        device_memory_budget=args.device_memory_budget,
         target_ci_pct=args.target_ci,
         budget_s=args.budget,
         cache=args.cache,
         cache_dir=args.cache_dir,
         preallocate=args.preallocate,
+        memory_fraction=args.memory_fraction,
+        allocator_conf=args.allocator_conf,
+        matmul_precision=args.matmul_precision,
         threads=args.threads,
         x64=args.x64,
         force=args.force,
@@ -54,8 +58,12 @@ def measure(args: argparse.Namespace) -> api.Measure:
 def run(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
     if args.find_max_batch and not args.resume:
-        answers, budget = api.max_batches(selection(args), measure(args))
-        console.print(max_batch_table(answers, budget))
+        answers, options = api.max_batches(selection(args), measure(args))
+        console.print(
+            max_batch_table(
+                answers, options.memory_budget, options.device, options.device_memory_budget
+            )
+        )
         return 0
     resumed = args.resume is not None
     planned = (
@@ -96,7 +104,7 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
                 record = execute(planned)
     finally:
         executor.close()
-    peak, stale = api.usable_peak(record.machine)
+    peak, stale = api.usable_peak(record.machine, record.options.get("device", "cpu"))
     if stale:
         warn(stale)
     tables = build_tables(merge_repeats(record.cells), peak)

@@ -208,6 +208,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
                     import_names=("jax", "torchax"),
                     extra="xla",
                     own_process=True,
+                    devices=_BACKEND_DEVICES["jax"],
                 )
             },
             ir_capture={
@@ -350,13 +351,17 @@ def stack_missing_reason(framework: str, mode: str) -> str | None:
     return None
 
 
+def distribution_version(name: str) -> str | None:
+    """The installed version of the package ``name`` (a pip name); None when not installed."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def installed_version(framework: str) -> str | None:
-    for distribution in FRAMEWORKS[framework].distributions:
-        try:
-            return importlib.metadata.version(distribution)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
+    versions = map(distribution_version, FRAMEWORKS[framework].distributions)
+    return next((version for version in versions if version is not None), None)
 
 
 def load_framework(name: str, mode: str | None = None) -> Framework:

@@ -60,6 +60,11 @@ Contract (checked for every registered framework by ``tests/test_frameworks.py``
 * ``stream_kernels(elements, scalar)`` returns STREAM's kernels (copy, scale, add, triad) on
   float64 device arrays, each writing into an existing array; ``{}`` when the framework cannot
   write into an existing array (the peak then measures no bandwidth with it).
+* ``device_facts()`` (before ``init``) returns what the framework itself says about devices in
+  this process (its build, plugins, the devices of each kind or the error asking gave), as
+  plain data; ``device_support(facts)`` is a pure function of such facts: per device kind, the
+  devices seen or why none, with the fix. ``init`` raises :class:`DeviceUnavailable` with that
+  reason when the device asked for is not there, and the cell ends ``unsupported``.
 """
 
 from __future__ import annotations
@@ -83,6 +88,9 @@ class ModeImplementation:
     # Loading it changes the framework for the rest of the process (torchax makes every later
     # torch.compile fail), so it must never share a process with the framework's other modes.
     own_process: bool = False
+    # The device kinds this mode runs on, when they differ from the framework's (torch:xla
+    # runs wherever JAX does, the TPU included); None: the framework's.
+    devices: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +183,11 @@ class FrameworkInfo:
         special = self.mode_implementations.get(mode or "")
         return self.implementation if special is None else special.implementation
 
+    def devices_for(self, mode: str | None) -> tuple[str, ...]:
+        """The device kinds ``mode`` runs on (None: the framework's own)."""
+        special = self.mode_implementations.get(mode or "")
+        return self.devices if special is None or special.devices is None else special.devices
+
     def needs_own_process(self, mode: str) -> bool:
         special = self.mode_implementations.get(mode)
         return special is not None and special.own_process
@@ -183,6 +196,59 @@ class FrameworkInfo:
         special = self.mode_implementations.get(mode or "")
         extra = self.extra if special is None else special.extra
         return f"pip install 'stackwars[{extra}]'"
+
+
+DEVICE_KINDS = ("cpu", "gpu", "tpu")
+
+
+class DeviceUnavailable(Exception):
+    """The framework cannot use the device asked for in this process; the message says why
+    and how to fix it (a cell then ends ``unsupported``, not ``error``)."""
+
+
+@dataclass(frozen=True)
+class DeviceSupport:
+    """One device kind as a framework sees it: the devices' names, or why there are none."""
+
+    kind: str  # cpu, gpu, tpu
+    devices: tuple[str, ...] = ()
+    reason: str = ""  # why no device of this kind, with the fix; "" when there are devices
+
+    def describe(self) -> str:
+        if self.devices:
+            return f"{len(self.devices)}: {', '.join(self.devices)}"
+        return self.reason
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """Device memory of a cell, as its framework counts it; None where it cannot tell."""
+
+    # The most the work's arrays held at once (allocated, in use).
+    peak_bytes: int | None = None
+    # The most the framework's allocator took from the device (its pool: what other
+    # processes could not use), pre-allocation included.
+    reserved_bytes: int | None = None
+    # What the allocator may take at most (the device's memory times any fraction set).
+    limit_bytes: int | None = None
+
+
+def non_negative(value: Any) -> int | None:
+    """A count from a statistics dict; None for a missing one or a sentinel below 0."""
+    return int(value) if isinstance(value, int | float) and value >= 0 else None
+
+
+def unavailable(support: list[DeviceSupport], device: str) -> DeviceUnavailable:
+    """The exception ``init`` raises for ``device``, with the reason ``support`` gives."""
+    kind, index = split_device(device)
+    found = next((entry for entry in support if entry.kind == kind), None)
+    if found is None or not found.devices:
+        reason = found.reason if found else f"no {kind} device kind is known here"
+        return DeviceUnavailable(f"no {kind} here: {reason}")
+    return DeviceUnavailable(
+        f"{len(found.devices)} {kind} device(s) here ({', '.join(found.devices)}), not "
+        f"{kind}:{index}; choose an index below {len(found.devices)}"
+    )
 
 
 @dataclass
@@ -195,7 +261,13 @@ class RunSettings:
     cache_dir: str = ""
     x64: bool = False
     preallocate: bool = False
+    # highest: full float32 matmuls; high: the framework's faster float32 mode (TF32 on
+    # NVIDIA GPUs); default: whatever the framework does by itself (config.MATMUL_PRECISIONS).
     matmul_precision: str = "highest"
+    # The share of a gpu's memory the framework may take (None: its own default), and
+    # torch's CUDA allocator settings (PYTORCH_CUDA_ALLOC_CONF; "": torch's default).
+    memory_fraction: float | None = None
+    allocator_conf: str = ""
     # Devices the framework shows on a cpu host, asked for by the workload (a map over
     # devices); above 1 they are simulated and share the same cores.
     host_devices: int = 1
@@ -275,13 +347,34 @@ class Framework(ABC):
         del total_s
         return {}
 
-    def device_peak_bytes(self) -> int | None:
-        """Peak device memory in bytes, or None when the framework cannot tell."""
+    def device_memory_stats(self) -> dict[str, Any] | None:
+        """The framework's own memory statistics of the selected device, as plain data
+        (after the work); None when it keeps none for this device (the default)."""
         return None
+
+    def device_memory(self, stats: Mapping[str, Any] | None) -> DeviceMemory:
+        """Peak, reserved and limit from ``device_memory_stats``'s data (pure: tested on
+        answers recorded from real machines); all None by default."""
+        del stats
+        return DeviceMemory()
 
     def runtime_settings(self) -> dict[str, Any]:
         """Threads, precision and allocator settings as the framework reports them."""
         return {}
+
+    def device_facts(self) -> dict[str, Any]:
+        """What the framework says about devices in this process (after ``load``): plain
+        data for :meth:`device_support`; by default nothing (cpu only)."""
+        return {}
+
+    def device_support(self, facts: Mapping[str, Any]) -> list[DeviceSupport]:
+        """Per device kind, the devices ``facts`` show or why none (pure: tested on answers
+        recorded from real machines); by default the framework runs on the cpu only."""
+        del facts
+        only = f"{self.name} runs on the cpu only"
+        return [DeviceSupport("cpu", ("cpu",))] + [
+            DeviceSupport(kind, reason=only) for kind in DEVICE_KINDS[1:]
+        ]
 
     @abstractmethod
     def selftest_step(self) -> Callable[[Any, Any], Any]:

@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from stackwars.frameworks import FRAMEWORKS
-from stackwars.frameworks.base import Framework, RunSettings, flatten, split_device
+from stackwars.frameworks import FRAMEWORKS, distribution_version
+from stackwars.frameworks.base import (
+    DEVICE_KINDS,
+    DeviceMemory,
+    DeviceSupport,
+    Framework,
+    RunSettings,
+    flatten,
+    non_negative,
+    split_device,
+    unavailable,
+)
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -30,6 +40,13 @@ PLATFORMS = {"cpu": "cpu", "gpu": "cuda", "tpu": "tpu"}
 # Simulated cpu devices, for a map over devices; they share the host's cores.
 HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 NO_PREALLOCATE = ("false", "False", "0")  # as jaxlib reads XLA_PYTHON_CLIENT_PREALLOCATE
+# The packages that give jax a device kind beyond the cpu; jaxlib loads a plugin only of its
+# own version.
+DEVICE_PACKAGES = {"gpu": ("jax-cuda12-plugin", "jax-cuda13-plugin"), "tpu": ("libtpu",)}
+INSTALL_FIX = {
+    "gpu": "pip install 'stackwars[cuda]' on a machine with an NVIDIA GPU",
+    "tpu": "pip install 'stackwars[tpu]' on a TPU VM",
+}
 THREADS_NOTE = (
     "XLA:CPU has no thread-count setting; it sizes its thread pool from the CPUs this "
     "process may run on (restrict them with taskset to use fewer)"
@@ -65,6 +82,80 @@ class _CompileEvents:
 _EVENTS = _CompileEvents()
 
 
+def device_support(facts: Mapping[str, Any]) -> list[DeviceSupport]:
+    """Per kind, the devices jax showed or why none (``JaxFramework.device_facts``'s data)."""
+    return [DeviceSupport("cpu", tuple(facts["devices"].get("cpu", ())))] + [
+        _accelerator_support(kind, facts) for kind in DEVICE_KINDS[1:]
+    ]
+
+
+def gpu_allocator_environment(kind: str, settings: RunSettings) -> dict[str, str]:
+    """The XLA_PYTHON_CLIENT_ variables, which only jax's GPU client reads: set (and so
+    recorded) for gpu cells only. Unset, jax pre-allocates 75 % of the GPU; stackwars turns
+    that off unless --preallocate, so that the device peak is the work's."""
+    if kind != "gpu":
+        return {}
+    environment = {"XLA_PYTHON_CLIENT_PREALLOCATE": str(settings.preallocate).lower()}
+    if settings.memory_fraction is not None:
+        environment["XLA_PYTHON_CLIENT_MEM_FRACTION"] = f"{settings.memory_fraction:g}"
+    return environment
+
+
+def device_memory(stats: Mapping[str, Any] | None) -> DeviceMemory:
+    """From ``Device.memory_stats()``: the allocator's peak in use, the peak of its pool (what
+    it took from the device, all of the limit when it pre-allocates) and its limit."""
+    if not stats:
+        return DeviceMemory()
+    return DeviceMemory(
+        peak_bytes=non_negative(stats.get("peak_bytes_in_use")),
+        reserved_bytes=non_negative(stats.get("peak_pool_bytes")),
+        limit_bytes=non_negative(stats.get("bytes_limit")),
+    )
+
+
+def _accelerator_support(kind: str, facts: Mapping[str, Any]) -> DeviceSupport:
+    devices = tuple(facts["devices"].get(kind, ()))
+    if devices:
+        return DeviceSupport(kind, devices)
+    installed = {
+        name: version
+        for name in DEVICE_PACKAGES[kind]
+        if (version := facts["packages"].get(name)) is not None
+    }
+    error = facts["errors"].get(kind, "")
+    platforms = facts.get("platforms")
+    if platforms and PLATFORMS[kind] not in platforms.split(","):
+        reason = f"JAX_PLATFORMS={platforms} leaves it out (the cell's device sets it)"
+    elif not installed:
+        wanted = " or ".join(DEVICE_PACKAGES[kind])
+        reason = f"cpu only: no {wanted} installed; fix: {INSTALL_FIX[kind]}"
+    elif kind == "gpu" and facts["jaxlib"] not in installed.values():
+        found = ", ".join(f"{name} {version}" for name, version in installed.items())
+        reason = (
+            f"{found} does not match jaxlib {facts['jaxlib']}, and jaxlib loads only a plugin "
+            f"of its own version; fix: {INSTALL_FIX[kind]}"
+        )
+    else:
+        found = ", ".join(f"{name} {version}" for name, version in installed.items())
+        reason = f"{found} is installed but jax found no {kind}: {error or 'no device'}; check " + (
+            "the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES"
+            if kind == "gpu"
+            else "that this is a TPU VM and no other process holds the TPU"
+        )
+    return DeviceSupport(kind, reason=reason)
+
+
+def _devices(kind: str) -> list[Any] | str:
+    """jax's devices of ``kind``, or why it has none (the error asking gave)."""
+    import jax
+
+    try:
+        return jax.devices(kind)
+    # jax raises RuntimeError for an unknown backend, AssertionError when it has none.
+    except (RuntimeError, AssertionError) as exc:
+        return f"{type(exc).__name__}: {exc}".strip().removesuffix(":")
+
+
 class JaxFramework(Framework):
     info = FRAMEWORKS["jax"]
 
@@ -79,7 +170,7 @@ class JaxFramework(Framework):
         environment = {
             "JAX_PLATFORMS": PLATFORMS[kind],
             "JAX_ENABLE_X64": str(settings.x64).lower(),
-            "XLA_PYTHON_CLIENT_PREALLOCATE": str(settings.preallocate).lower(),
+            **gpu_allocator_environment(kind, settings),
         }
         if kind == "cpu" and settings.host_devices > 1:
             # XLA reads all its flags from this one variable: the user's flags are kept, and
@@ -111,19 +202,40 @@ class JaxFramework(Framework):
         # Also set here, not only through the environment, so that they hold when JAX was
         # imported before environment() ran (in-process use, tests).
         jax.config.update("jax_enable_x64", settings.x64)
-        jax.config.update("jax_default_matmul_precision", settings.matmul_precision)
-        try:
-            devices = jax.devices(kind)
-        # jax raises RuntimeError for an unknown backend, AssertionError when it has none.
-        except (RuntimeError, AssertionError) as exc:
-            raise RuntimeError(
-                f"jax has no usable {kind} backend here ({exc}); install jax's {kind} plugin "
-                "on a machine with that device, or choose --device cpu"
-            ) from exc
-        if index >= len(devices):
-            raise RuntimeError(f"jax sees {len(devices)} {kind} device(s), not {settings.device}")
+        if settings.matmul_precision != "default":
+            jax.config.update("jax_default_matmul_precision", settings.matmul_precision)
+        devices = _devices(kind)
+        if isinstance(devices, str) or index >= len(devices):
+            raise unavailable(self.device_support(self.device_facts()), settings.device)
         self._device = devices[index]
         return {"device": str(self._device)}
+
+    def require_platform(self) -> None:
+        """DeviceUnavailable when the platform ``environment`` pinned (JAX_PLATFORMS) has no
+        device here: for code that makes arrays while it loads (torchax), which would
+        otherwise fail inside jax with a bare AssertionError."""
+        pinned = {platform: kind for kind, platform in PLATFORMS.items()}
+        kind = pinned.get(os.environ.get("JAX_PLATFORMS", ""))
+        if kind is not None and isinstance(_devices(kind), str):
+            raise unavailable(self.device_support(self.device_facts()), kind)
+
+    def device_facts(self) -> dict[str, Any]:
+        found = {kind: _devices(kind) for kind in DEVICE_KINDS}
+        seen = {kind: v for kind, v in found.items() if isinstance(v, list)}
+        return {
+            "jaxlib": distribution_version("jaxlib"),
+            "platforms": os.environ.get("JAX_PLATFORMS"),
+            "packages": {
+                name: distribution_version(name)
+                for packages in DEVICE_PACKAGES.values()
+                for name in packages
+            },
+            "devices": {kind: [device.device_kind for device in v] for kind, v in seen.items()},
+            "errors": {kind: v for kind, v in found.items() if isinstance(v, str)},
+        }
+
+    def device_support(self, facts: Mapping[str, Any]) -> list[DeviceSupport]:
+        return device_support(facts)
 
     def to_device(self, arrays: Sequence[Any]) -> tuple[Any, ...]:
         import jax
@@ -188,9 +300,11 @@ class JaxFramework(Framework):
 
         return partial(jax.jit(jnp.matmul), a, b)
 
-    def device_peak_bytes(self) -> int | None:
-        stats = self._device.memory_stats()
-        return None if stats is None else stats.get("peak_bytes_in_use")
+    def device_memory_stats(self) -> dict[str, Any] | None:
+        return self._device.memory_stats()
+
+    def device_memory(self, stats: Mapping[str, Any] | None) -> DeviceMemory:
+        return device_memory(stats)
 
     def runtime_settings(self) -> dict[str, Any]:
         import jax
@@ -198,14 +312,17 @@ class JaxFramework(Framework):
         platform = self._device.platform
         config = jax.config.values
         tracks_memory = self._device.memory_stats() is not None
-        # Unset means pre-allocate; CPU clients never do.
+        # Unset means pre-allocate; only the GPU client reads it.
         preallocates = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE") not in NO_PREALLOCATE
+        on_gpu = platform not in ("cpu", "tpu")
         return {
             "platform": platform,
             "device_kind": self._device.device_kind,
             "x64": config["jax_enable_x64"],
+            # None: jax's own default (TF32 for float32 on recent NVIDIA GPUs).
             "matmul_precision": config["jax_default_matmul_precision"],
-            "preallocate": None if platform == "cpu" else preallocates,
+            "preallocate": preallocates if on_gpu else None,
+            "memory_fraction": os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION") if on_gpu else None,
             "persistent_cache_dir": config["jax_compilation_cache_dir"]
             if config["jax_enable_compilation_cache"]
             else None,

@@ -16,11 +16,17 @@ every Keras stack includes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from stackwars.frameworks import FRAMEWORKS, load_framework
-from stackwars.frameworks.base import Framework, RunSettings, split_device
+from stackwars.frameworks.base import (
+    DeviceMemory,
+    DeviceSupport,
+    Framework,
+    RunSettings,
+    split_device,
+)
 
 
 class KerasFramework(Framework):
@@ -85,8 +91,17 @@ class KerasFramework(Framework):
     def first_run_phases(self, total_s: float) -> dict[str, float]:
         return self.native.first_run_phases(total_s)
 
-    def device_peak_bytes(self) -> int | None:
-        return self.native.device_peak_bytes()
+    def device_memory_stats(self) -> dict[str, Any] | None:
+        return self.native.device_memory_stats()
+
+    def device_memory(self, stats: Mapping[str, Any] | None) -> DeviceMemory:
+        return self.native.device_memory(stats)
+
+    def device_facts(self) -> dict[str, Any]:
+        return self.native.device_facts()
+
+    def device_support(self, facts: Mapping[str, Any]) -> list[DeviceSupport]:
+        return self.native.device_support(facts)
 
     def runtime_settings(self) -> dict[str, Any]:
         import keras

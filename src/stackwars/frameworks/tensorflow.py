@@ -20,17 +20,37 @@ silently (built by ``exec``, native callables) is not reported.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from stackwars.frameworks import FRAMEWORKS
-from stackwars.frameworks.base import Framework, RunSettings, flatten, split_device
+from stackwars.frameworks import FRAMEWORKS, distribution_version
+from stackwars.frameworks.base import (
+    DeviceMemory,
+    DeviceSupport,
+    Framework,
+    RunSettings,
+    flatten,
+    non_negative,
+    split_device,
+    unavailable,
+)
 
 DEVICE_TYPES = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
-# TensorFlow's only float32 matmul shortcut is TF32: allowed unless full precision is asked.
-TF32_BY_PRECISION = {"highest": False, "high": True, "medium": True}
+# The TensorFlow builds on PyPI: one package each, all installing the tensorflow module.
+DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-tpu")
+GPU_FIX = (
+    "pip uninstall tensorflow-cpu, then pip install 'stackwars[cuda]' (TensorFlow's CUDA "
+    "build, tensorflow[and-cuda]) on a machine with an NVIDIA GPU"
+)
+TPU_NOTE = (
+    "TensorFlow runs on a TPU only in its tensorflow-tpu build on a TPU VM, which stackwars "
+    "does not pin (PyPI's stops at 2.20, below the tensorflow pin)"
+)
+# TensorFlow's only float32 matmul shortcut is TF32 (on by default): off for highest, on for
+# high, left as TensorFlow sets it for default.
+TF32_BY_PRECISION = {"highest": False, "high": True, "default": None}
 CPU_PEAK_NOTE = (
     "on cpu TensorFlow's allocator statistics leave out allocations under 256 KiB, "
     "so the peak is a lower bound"
@@ -61,6 +81,30 @@ class _AutoGraphFallbacks(logging.Handler):
 _AUTOGRAPH = _AutoGraphFallbacks()
 
 
+def device_support(facts: Mapping[str, Any]) -> list[DeviceSupport]:
+    """cpu, gpu and tpu as ``TensorflowFramework.device_facts``'s data shows them."""
+    devices = facts["devices"]
+    build = f"{facts['distribution']} {facts['version']}"
+    gpu_reason = (
+        f"{build} is built with CUDA but lists no GPU: check nvidia-smi, CUDA_VISIBLE_DEVICES "
+        "and that TensorFlow's CUDA libraries (tensorflow[and-cuda]) are installed"
+        if facts["built_with_cuda"]
+        else f"cpu only: {build} is built without CUDA; fix: {GPU_FIX}"
+    )
+    tpu_reason = f"the TPU system did not start ({facts['tpu_error']}); {TPU_NOTE}"
+    reasons = {"cpu": "no cpu listed", "gpu": gpu_reason, "tpu": tpu_reason}
+    return [
+        DeviceSupport(kind, tuple(devices.get(kind, ())), "" if devices.get(kind) else why)
+        for kind, why in reasons.items()
+    ]
+
+
+def device_memory(stats: Mapping[str, Any] | None) -> DeviceMemory:
+    """From ``get_memory_info``'s peak: TensorFlow reports neither what its allocator took
+    from the device nor a limit."""
+    return DeviceMemory(peak_bytes=non_negative(stats["peak"])) if stats else DeviceMemory()
+
+
 class _OnDevice:
     """``function`` called under ``tf.device``, for a device that is not the default one."""
 
@@ -87,6 +131,8 @@ class TensorflowFramework(Framework):
         self._traced: list[Any] = []
         self._modes: dict[int, tuple[str, Any]] = {}  # id(prepared) -> (mode, tf.function)
         self._first: tuple[str, float] | None = None
+        self._tpu_error: str | None = None  # why the TPU system did not start, once tried
+        self._fraction_note: str | None = None  # why a --memory-fraction was not applied
 
     def environment(self, settings: RunSettings) -> dict[str, str]:
         if not settings.cache_dir:
@@ -125,14 +171,22 @@ class TensorflowFramework(Framework):
             tf.config.threading.set_inter_op_parallelism_threads(settings.threads)
         for gpu in tf.config.list_physical_devices("GPU"):
             tf.config.experimental.set_memory_growth(gpu, not settings.preallocate)
+        if settings.memory_fraction is not None and kind == "gpu":
+            self._fraction_note = (
+                f"{settings.memory_fraction:g} asked, not applied: TensorFlow 2 has no fraction "
+                "setting (a logical device's memory_limit takes MiB, and TensorFlow does not "
+                "report the GPU's total to compute them)"
+            )
         if kind == "cpu" and settings.host_devices > 1:
             # Logical devices on the one cpu, for a map over devices: they share its cores.
             cpu = tf.config.list_physical_devices("CPU")[0]
             logical = [tf.config.LogicalDeviceConfiguration()] * settings.host_devices
             tf.config.set_logical_device_configuration(cpu, logical)
-        tf.config.experimental.enable_tensor_float_32_execution(
-            TF32_BY_PRECISION[settings.matmul_precision]
-        )
+        tf32 = TF32_BY_PRECISION[settings.matmul_precision]
+        if tf32 is not None:
+            tf.config.experimental.enable_tensor_float_32_execution(tf32)
+        if kind == "tpu":
+            self._initialize_tpu()
         self._device = self._select(kind, index)
         self._kind = kind
         gpus = tf.config.list_logical_devices("GPU")
@@ -140,17 +194,50 @@ class TensorflowFramework(Framework):
         tf.config.experimental.reset_memory_stats(self._device)
         return {"device": self._device}
 
+    def _initialize_tpu(self) -> None:
+        """Start TensorFlow's TPU system as its TPU guide does (a cluster resolver for the
+        local TPU VM, connect, initialise); its devices are then listed. Tried once."""
+        import tensorflow as tf
+
+        if self._tpu_error is not None:
+            return
+        self._tpu_error = ""
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        # TensorFlow raises NotFoundError without a TPU, ValueError without a TPU VM's
+        # metadata, RuntimeError once the runtime started: each means no TPU here.
+        except (tf.errors.OpError, ValueError, RuntimeError) as exc:
+            self._tpu_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+
     def _select(self, kind: str, index: int) -> str:
         import tensorflow as tf
 
         names = [device.name for device in tf.config.list_logical_devices(DEVICE_TYPES[kind])]
         if index >= len(names):
-            seen = [device.name for device in tf.config.list_logical_devices()]
-            raise RuntimeError(
-                f"tensorflow has no {kind}:{index} here (it sees {', '.join(seen)}); "
-                "install a TensorFlow build for that device, or choose --device cpu"
-            )
+            raise unavailable(self.device_support(self.device_facts()), f"{kind}:{index}")
         return names[index]
+
+    def device_facts(self) -> dict[str, Any]:
+        import tensorflow as tf
+
+        self._initialize_tpu()
+        versions = {name: distribution_version(name) for name in DISTRIBUTIONS}
+        distribution = next((name for name, v in versions.items() if v), "tensorflow")
+        return {
+            "version": tf.__version__,
+            "distribution": distribution,
+            "built_with_cuda": tf.test.is_built_with_cuda(),
+            "devices": {
+                kind: [device.name for device in tf.config.list_logical_devices(name)]
+                for kind, name in DEVICE_TYPES.items()
+            },
+            "tpu_error": self._tpu_error,
+        }
+
+    def device_support(self, facts: Mapping[str, Any]) -> list[DeviceSupport]:
+        return device_support(facts)
 
     def to_device(self, arrays: Sequence[Any]) -> tuple[Any, ...]:
         import tensorflow as tf
@@ -236,10 +323,14 @@ class TensorflowFramework(Framework):
 
         return partial(tf.linalg.matmul, a, b)
 
-    def device_peak_bytes(self) -> int | None:
+    def device_memory_stats(self) -> dict[str, Any] | None:
         import tensorflow as tf
 
-        return tf.config.experimental.get_memory_info(self._device)["peak"]
+        info = tf.config.experimental.get_memory_info(self._device)
+        return {"current": info["current"], "peak": info["peak"]}
+
+    def device_memory(self, stats: Mapping[str, Any] | None) -> DeviceMemory:
+        return device_memory(stats)
 
     def runtime_settings(self) -> dict[str, Any]:
         import tensorflow as tf
@@ -250,11 +341,14 @@ class TensorflowFramework(Framework):
             # 0 means TensorFlow chooses (one thread per core).
             "intra_op_threads": threading.get_intra_op_parallelism_threads(),
             "inter_op_threads": threading.get_inter_op_parallelism_threads(),
-            "tensor_float_32": tf.config.experimental.tensor_float_32_execution_enabled(),
+            "matmul_precision": "tf32 on"
+            if tf.config.experimental.tensor_float_32_execution_enabled()
+            else "tf32 off",
             "soft_device_placement": tf.config.get_soft_device_placement(),
             "memory_growth": {
                 gpu.name: tf.config.experimental.get_memory_growth(gpu)
                 for gpu in tf.config.list_physical_devices("GPU")
             },
+            "memory_fraction": self._fraction_note,
             "device_peak_bytes_note": CPU_PEAK_NOTE if self._kind == "cpu" else None,
         }

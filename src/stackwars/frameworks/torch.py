@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from stackwars.frameworks import FRAMEWORKS
-from stackwars.frameworks.base import Framework, RunSettings, flatten, split_device
+from stackwars.frameworks.base import (
+    DeviceMemory,
+    DeviceSupport,
+    Framework,
+    RunSettings,
+    flatten,
+    non_negative,
+    split_device,
+    unavailable,
+)
 
 # compilation_time_metrics keys. compile_inner is one whole Dynamo compile of a frame:
 # bytecode tracing, then the backend (AOTAutograd and Inductor), then guards.
@@ -35,18 +44,66 @@ def _dynamo_utils() -> Any:
     return sys.modules.get("torch._dynamo.utils")
 
 
+CUDA_FIX = (
+    "install torch==2.13.0's CUDA build (README, 'GPUs': pip install 'stackwars[cuda]' from "
+    "PyPI on Linux x86_64, or PyTorch's own index for another CUDA)"
+)
+TPU_REASON = (
+    "torch's eager and compile modes have no TPU backend here; torch:xla runs on a TPU "
+    "through torchax and JAX's TPU backend (--stacks torch:xla --device tpu)"
+)
+
+
+def device_support(facts: Mapping[str, Any]) -> list[DeviceSupport]:
+    """cpu, gpu (CUDA) and tpu as ``TorchFramework.device_facts``'s data shows them."""
+    gpus = tuple(facts["gpus"])
+    if gpus:
+        gpu = DeviceSupport("gpu", gpus)
+    elif facts["cuda_build"] is None:
+        gpu = DeviceSupport(
+            "gpu", reason=f"cpu only: torch {facts['version']} is a CPU-only build; fix: {CUDA_FIX}"
+        )
+    else:
+        gpu = DeviceSupport(
+            "gpu",
+            reason=f"torch {facts['version']} is built for CUDA {facts['cuda_build']} but "
+            "torch.cuda.is_available() is False: no NVIDIA GPU or driver is visible (check "
+            "nvidia-smi and CUDA_VISIBLE_DEVICES)",
+        )
+    return [DeviceSupport("cpu", ("cpu",)), gpu, DeviceSupport("tpu", reason=TPU_REASON)]
+
+
+def device_memory(stats: Mapping[str, Any] | None) -> DeviceMemory:
+    """From the caching allocator's peaks and ``mem_get_info``'s total (times the fraction
+    set with ``set_per_process_memory_fraction``, 1 when none was)."""
+    if not stats:
+        return DeviceMemory()
+    total = stats["mem_get_info"][1]
+    return DeviceMemory(
+        peak_bytes=non_negative(stats["max_memory_allocated"]),
+        reserved_bytes=non_negative(stats["max_memory_reserved"]),
+        limit_bytes=non_negative(total * (stats.get("memory_fraction") or 1.0)),
+    )
+
+
 def _cuda_device(index: int) -> Any:
     import torch
 
-    if not torch.cuda.is_available():
-        raise RuntimeError(
-            f"torch cannot use a gpu here: torch.cuda.is_available() is False (torch "
-            f"{torch.__version__}, built for CUDA {torch.version.cuda}); install a CUDA build "
-            "of torch on a machine with an NVIDIA GPU, or choose --device cpu"
-        )
-    if index >= torch.cuda.device_count():
-        raise RuntimeError(f"torch sees {torch.cuda.device_count()} gpu(s), not gpu:{index}")
+    if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+        raise unavailable(device_support(_device_facts()), f"gpu:{index}")
     return torch.device("cuda", index)
+
+
+def _device_facts() -> dict[str, Any]:
+    import torch
+
+    available = torch.cuda.is_available()
+    count = torch.cuda.device_count() if available else 0
+    return {
+        "version": torch.__version__,
+        "cuda_build": torch.version.cuda,
+        "gpus": [torch.cuda.get_device_name(index) for index in range(count)],
+    }
 
 
 class TorchFramework(Framework):
@@ -55,6 +112,7 @@ class TorchFramework(Framework):
     def __init__(self) -> None:
         self._device: Any = None
         self._metrics_before: dict[str, int] = {}
+        self._memory_fraction: float | None = None
 
     def environment(self, settings: RunSettings) -> dict[str, str]:
         if not settings.cache_dir:
@@ -62,10 +120,14 @@ class TorchFramework(Framework):
         # Fresh per cell when cold, shared when warm: this is what decides whether a first
         # torch.compile call pays for code generation and C++ compilation.
         folder = Path(settings.cache_dir)
-        return {
+        environment = {
             "TORCHINDUCTOR_CACHE_DIR": str(folder / "torchinductor"),
             "TRITON_CACHE_DIR": str(folder / "triton"),
         }
+        # Read by the CUDA caching allocator only: set (and recorded) for gpu cells.
+        if split_device(settings.device)[0] == "gpu" and settings.allocator_conf:
+            environment["PYTORCH_CUDA_ALLOC_CONF"] = settings.allocator_conf
+        return environment
 
     def load(self) -> None:
         import torch  # noqa: F401
@@ -79,13 +141,23 @@ class TorchFramework(Framework):
         elif kind == "gpu":
             self._device = _cuda_device(index)
             torch.cuda.set_device(self._device)
+            if settings.memory_fraction is not None:
+                torch.cuda.set_per_process_memory_fraction(settings.memory_fraction, self._device)
+                self._memory_fraction = settings.memory_fraction
             torch.cuda.reset_peak_memory_stats(self._device)
         else:
-            raise ValueError(f"torch runs on cpu or gpu, not {settings.device}")
+            raise unavailable(self.device_support(self.device_facts()), settings.device)
         if settings.threads is not None:
             torch.set_num_threads(settings.threads)
-        torch.set_float32_matmul_precision(settings.matmul_precision)
+        if settings.matmul_precision != "default":
+            torch.set_float32_matmul_precision(settings.matmul_precision)
         return {"device": str(self._device)}
+
+    def device_facts(self) -> dict[str, Any]:
+        return _device_facts()
+
+    def device_support(self, facts: Mapping[str, Any]) -> list[DeviceSupport]:
+        return device_support(facts)
 
     def attach(self, device: str) -> None:
         import torch
@@ -205,12 +277,21 @@ class TorchFramework(Framework):
             "triad": partial(torch.add, b, c, alpha=scalar, out=a),
         }
 
-    def device_peak_bytes(self) -> int | None:
+    def device_memory_stats(self) -> dict[str, Any] | None:
         import torch
 
-        if self._device.type == "cuda":
-            return torch.cuda.max_memory_allocated(self._device)
-        return None
+        if self._device.type != "cuda":
+            return None
+        free, total = torch.cuda.mem_get_info(self._device)
+        return {
+            "max_memory_allocated": torch.cuda.max_memory_allocated(self._device),
+            "max_memory_reserved": torch.cuda.max_memory_reserved(self._device),
+            "mem_get_info": [free, total],
+            "memory_fraction": self._memory_fraction,
+        }
+
+    def device_memory(self, stats: Mapping[str, Any] | None) -> DeviceMemory:
+        return device_memory(stats)
 
     def runtime_settings(self) -> dict[str, Any]:
         import torch
@@ -220,7 +301,7 @@ class TorchFramework(Framework):
             "device": str(self._device),
             "threads": torch.get_num_threads(),
             "interop_threads": torch.get_num_interop_threads(),
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "matmul_precision": torch.get_float32_matmul_precision(),
             # matmul is attached to the module at import time, so type checkers miss it.
             "mkldnn_matmul_fp32_precision": torch.backends.mkldnn.matmul.fp32_precision,  # pyright: ignore[reportAttributeAccessIssue]
             "cuda_matmul_fp32_precision": None
@@ -230,6 +311,8 @@ class TorchFramework(Framework):
             "inductor_cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
             # The CUDA caching allocator grows on demand; torch has no pre-allocation.
             "preallocate": None if on_cpu else False,
+            "memory_fraction": self._memory_fraction,
+            "allocator_conf": None if on_cpu else os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
             "device_peak_bytes_note": "torch has no peak-memory counter for cpu"
             if on_cpu
             else None,

@@ -17,6 +17,7 @@ in the process fails: this implementation runs only in a worker of its own.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -86,12 +87,16 @@ class TorchXlaFramework(JaxFramework):
         self._torch = TorchFramework()
 
     def environment(self, settings: RunSettings) -> dict[str, str]:
-        # torch's own settings keep anything torch caches inside the cell's folder.
-        return super().environment(settings) | self._torch.environment(settings)
+        # torch's own settings keep anything torch caches inside the cell's folder; its CUDA
+        # allocator is not used (arrays are JAX's), so its settings are not applied.
+        caches = self._torch.environment(dataclasses.replace(settings, allocator_conf=""))
+        return super().environment(settings) | caches
 
     def load(self) -> None:
         super().load()
         self._torch.load()
+        # torchax makes a JAX array (its random key) while it loads.
+        self.require_platform()
         # torchax's dispatch goes through functions wrapped by torch._disable_dynamo, whose
         # first call imports Dynamo (2-3 s): importing it here counts that as import time,
         # not as tracing the first workload.

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
+from stackwars.frameworks.base import DEVICE_KINDS, DeviceSupport
 from stackwars.report.table import format_bytes
 
 
@@ -21,7 +24,30 @@ def render_env(info: dict[str, Any]) -> RenderableType:
         _key_value_table("Versions", versions),
         _key_value_table("BLAS environment", blas),
         blas_library_table(info.get("blas_libraries", {})),
+        device_table(info.get("devices", {})),
     )
+
+
+def device_table(probed: Mapping[str, list[DeviceSupport] | str]) -> Table:
+    """Per framework, the devices of each kind it sees in a fresh process, or why none (with
+    the fix); a string is why the framework could not be asked."""
+    kinds = list(DEVICE_KINDS)
+    table = Table(
+        "framework",
+        *kinds,
+        title="Devices (what each framework sees, in a worker of its own)",
+        title_justify="left",
+        title_style="bold",
+        caption="Keras stacks see what their backend sees",
+    )
+    for framework, support in probed.items():
+        # Text, not markup: the fixes name extras in brackets ('stackwars[cuda]').
+        if isinstance(support, str):
+            table.add_row(framework, Text(f"not asked: {support}"), *([""] * (len(kinds) - 1)))
+            continue
+        by_kind = {entry.kind: entry.describe() for entry in support}
+        table.add_row(framework, *(Text(by_kind.get(kind, "")) for kind in kinds))
+    return table
 
 
 def blas_library_table(probed: dict[str, list[dict[str, Any]] | str]) -> Table:

@@ -158,9 +158,10 @@ def precision(cell: Cell) -> str:
     computed = cell.parity.computed_dtype
     if computed and computed != parts[0]:
         parts.append(f"computed in {computed}")
-    matmul = framework.get("matmul_precision") or run.get("matmul_precision")
-    if matmul:
-        parts.append(f"matmul precision {matmul}")
+    asked, effective = run.get("matmul_precision"), framework.get("matmul_precision")
+    if asked:
+        reported = f" (the framework reports {effective})" if effective else ""
+        parts.append(f"matmul precision {asked}{reported}")
     parts.append("x64 on" if run.get("x64") else "x64 off")
     return "; ".join(part for part in parts if part)
 

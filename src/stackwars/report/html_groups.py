@@ -138,6 +138,7 @@ def stack_cell(cell: Cell, baseline: Cell | None) -> StackCell:
             ("measured peak", memory.peak_rss_bytes or memory.peak_tree_rss_bytes),
             ("predicted", memory.predicted_bytes),
             ("device peak", memory.device_peak_bytes),
+            ("device reserved", memory.device_reserved_bytes),
         ),
         warmup_s=tuple(cell.warmup_s),
         runs_to_steady=cell.runs_to_steady,

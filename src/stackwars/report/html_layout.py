@@ -17,7 +17,7 @@ from stackwars.report.html_explain import EXPLAIN_MIN_SPREAD, Explained
 from stackwars.report.html_explain import NOTE as EXPLAIN_NOTE
 from stackwars.report.html_groups import Group, SweepView
 from stackwars.report.html_ir import DIFF_STAGE, IrCell
-from stackwars.report.table import COLUMNS, format_seconds, format_steady
+from stackwars.report.table import format_seconds, format_steady
 from stackwars.results.comparison import ComparisonRow, Gate
 
 TIMES = "\N{MULTIPLICATION SIGN}"
@@ -144,7 +144,7 @@ def _group(group: Group) -> list[Block]:
     return [
         Heading(group.title, group.anchor),
         FigureRef(group.anchor, alt),
-        TableBlock(COLUMNS, rows, failed, wide=frozenset({1})),
+        TableBlock(table.columns, rows, failed, wide=frozenset({1})),
         Bullets(table.notes),
     ]
 

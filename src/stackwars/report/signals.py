@@ -8,7 +8,12 @@ from collections.abc import Iterable
 from rich.table import Table as RichTable
 
 from stackwars.report.compile import format_phases
-from stackwars.report.table import format_bytes, format_seconds, stack_label
+from stackwars.report.table import (
+    format_bytes,
+    format_device_memory,
+    format_seconds,
+    stack_label,
+)
 from stackwars.results.schema import Cell
 
 COLUMNS = (
@@ -26,7 +31,7 @@ COLUMNS = (
     "Compiles first/steady",
     "Memory after import",
     "Predicted peak",
-    "Device peak",
+    "Device peak (reserved / limit)",
     "Threads, pre-allocation, BLAS",
 )
 
@@ -54,7 +59,7 @@ def _row(cell: Cell) -> tuple[str, ...]:
         f"{_count(cell.compiles.first_run)}/{_count(cell.compiles.steady)}",
         format_bytes(memory.rss_after_import_bytes),
         format_bytes(memory.predicted_bytes),
-        format_bytes(memory.device_peak_bytes),
+        format_device_memory(cell),
         _threads(cell),
     )
 

@@ -38,7 +38,14 @@ COLUMNS = (
     "Parity",
     "Speed-up",
 )
-_PARITY = COLUMNS.index("Parity") - 1  # index into Row.values, which has no Stack column
+# Shown after "Peak memory" in a table of accelerator cells with device memory numbers; on
+# the cpu the host's peak is the device's.
+DEVICE_COLUMN = "Device peak"
+DEVICE_NOTE = (
+    "Device peak: the most the work's arrays held on the device (the framework's allocator: "
+    "reserved from the device / its limit, where the framework tells); Peak memory is the "
+    "worker's host memory"
+)
 UNSTABLE_MARK = "~"
 UNSTABLE_NOTE = f"{UNSTABLE_MARK} not stable: CI target not reached within the time budget"
 DISAGREE_MARK = "≋"
@@ -49,6 +56,10 @@ DISAGREE_NOTE = (
 TERMINAL_REASON_CHARS = 60
 NO_PEAK_NOTE = "Roofline: measure this machine's limits once with 'stackwars env --peak'"
 OTHER_MACHINE_NOTE = "Roofline: the stored peak was measured on another machine than these cells'"
+OTHER_DEVICE_NOTE = (
+    "Roofline: the stored peak is the {peak}'s, these cells ran on {device}; measure it once "
+    "with 'stackwars env --peak --device {device}'"
+)
 WITHIN_PROCESS_NOTE = (
     "±: half-width of the 95 % CI of the median within one worker process; the variation "
     "between processes is not in it (--repeat 3 measures it)"
@@ -101,6 +112,7 @@ class Table:
     rows: tuple[Row, ...]
     notes: tuple[str, ...]
     machine: str = ""  # host (fingerprint) when the run's cells ran on several machines
+    columns: tuple[str, ...] = COLUMNS  # the rows' texts, in order (Stack first)
 
     @property
     def title(self) -> str:
@@ -140,16 +152,61 @@ def build_tables(cells: Iterable[Cell], peak: Peak | None = None) -> list[Table]
 
 
 def _build_table(cells: list[Cell], peak: Peak | None, machine: str = "") -> Table:
-    node = next((cell.node for cell in cells if machine_of(cell)), {})
-    other_machine = peak is not None and bool(node) and not peak_matches_machine(peak, node)
-    peak = None if other_machine else peak
+    no_roofline = _unusable_peak(cells, peak)
+    peak = None if no_roofline else peak
     baseline = next((cell for cell in cells if _median(cell) is not None), None)
-    rows = tuple(_row(cell, baseline, peak) for cell in cells)
+    columns = table_columns(cells)
+    rows = tuple(_row(cell, baseline, peak, columns) for cell in cells)
     first = cells[0]
     notes = _notes(cells, baseline)
+    if DEVICE_COLUMN in columns:
+        notes = (*notes, DEVICE_NOTE)
     if peak is None:
-        notes = (*notes, OTHER_MACHINE_NOTE if other_machine else NO_PEAK_NOTE)
-    return Table(first.workload, dict(first.params), first.device, rows, notes, machine)
+        on_device = f"{NO_PEAK_NOTE[:-1]} --device {first.device}'"
+        notes = (*notes, no_roofline or (NO_PEAK_NOTE if first.device == "cpu" else on_device))
+    return Table(first.workload, dict(first.params), first.device, rows, notes, machine, columns)
+
+
+def _unusable_peak(cells: list[Cell], peak: Peak | None) -> str:
+    """Why ``peak`` must not place these cells ('' when it may, or there is none): measured
+    on another machine, or on another device (a GPU cell is never placed under the cpu's
+    roofline, nor gpu:1's under gpu:0's)."""
+    if peak is None:
+        return ""
+    node = next((cell.node for cell in cells if machine_of(cell)), {})
+    if node and not peak_matches_machine(peak, node):
+        return OTHER_MACHINE_NOTE
+    device = cells[0].device
+    return (
+        "" if peak.device == device else OTHER_DEVICE_NOTE.format(peak=peak.device, device=device)
+    )
+
+
+def table_columns(cells: list[Cell]) -> tuple[str, ...]:
+    """COLUMNS, with the device's memory after the host's when the cells ran on an
+    accelerator and any of them has a device memory number."""
+    on_device = [cell for cell in cells if not cell.device.startswith("cpu")]
+    if not any(format_device_memory(cell) for cell in on_device):
+        return COLUMNS
+    at = COLUMNS.index("Peak memory") + 1
+    return (*COLUMNS[:at], DEVICE_COLUMN, *COLUMNS[at:])
+
+
+def format_device_memory(cell: Cell) -> str:
+    """``"1.20 GiB (2.00 GiB / 79.2 GiB)"``: peak (reserved / limit), what is known of them."""
+    memory = cell.memory
+    peak = format_bytes(memory.device_peak_bytes)
+    pool = " / ".join(
+        text
+        for text in (
+            format_bytes(memory.device_reserved_bytes),
+            format_bytes(memory.device_limit_bytes),
+        )
+        if text
+    )
+    if not pool:
+        return peak
+    return f"{peak or '?'} ({pool})"
 
 
 def _median(cell: Cell) -> float | None:
@@ -164,26 +221,28 @@ def stack_label(cell: Cell) -> str:
     return f"{cell.stack} →host" if cell.to_host else cell.stack
 
 
-def _row(cell: Cell, baseline: Cell | None, peak: Peak | None) -> Row:
+def _row(
+    cell: Cell, baseline: Cell | None, peak: Peak | None, columns: tuple[str, ...] = COLUMNS
+) -> Row:
     parity = format_parity(cell.parity)
     if cell.status != "ok":
         # Numbers from a failed or wrong computation are not shown: they would invite comparison.
-        blanks = ("",) * (len(COLUMNS) - 1)
-        values = (*blanks[:_PARITY], parity, *blanks[_PARITY + 1 :])
+        values = tuple(parity if name == "Parity" else "" for name in columns[1:])
         return Row(stack_label(cell), cell.status, cell.reason, values)
-    values = (
-        format_seconds(cell.times.first_run_s),
-        format_seconds(cell.times.second_run_s),
-        "" if cell.runs_to_steady is None else str(cell.runs_to_steady),
-        format_steady(cell),
-        format_seconds(cell.times.latency_s),
-        "" if cell.gflops is None else _three_digits(cell.gflops),
-        "" if peak is None else format_roofline(cell, peak),
-        format_bytes(cell.memory.peak_rss_bytes),
-        parity,
-        _speed_up(cell, baseline),
-    )
-    return Row(stack_label(cell), cell.status, cell.reason, values)
+    texts = {
+        "First run": format_seconds(cell.times.first_run_s),
+        "Second run": format_seconds(cell.times.second_run_s),
+        "Runs to steady": "" if cell.runs_to_steady is None else str(cell.runs_to_steady),
+        "Steady median": format_steady(cell),
+        "Call+sync": format_seconds(cell.times.latency_s),
+        "GFLOP/s": "" if cell.gflops is None else _three_digits(cell.gflops),
+        "Roofline": "" if peak is None else format_roofline(cell, peak),
+        "Peak memory": format_bytes(cell.memory.peak_rss_bytes),
+        DEVICE_COLUMN: format_device_memory(cell),
+        "Parity": parity,
+        "Speed-up": _speed_up(cell, baseline),
+    }
+    return Row(stack_label(cell), cell.status, cell.reason, tuple(texts[n] for n in columns[1:]))
 
 
 def _speed_up(cell: Cell, baseline: Cell | None) -> str:
@@ -305,7 +364,7 @@ def _rich_table(table: Table) -> RichTable:
         caption="\n".join(table.notes) or None,
         caption_justify="left",
     )
-    for name in COLUMNS:
+    for name in table.columns:
         justify = "left" if name in ("Stack", "Parity") else "right"
         # Numbers and stack names are never wrapped or cut; only a failure reason may wrap.
         wraps = name == "First run"  # where a failed row's reason goes
@@ -329,8 +388,9 @@ def render_markdown(tables: Iterable[Table]) -> str:
 
 
 def _markdown_table(table: Table) -> str:
-    align = ["---" if name in ("Stack", "Parity") else "---:" for name in COLUMNS]
-    lines = [f"### {_escape(table.title)}", "", _markdown_line(COLUMNS), _markdown_line(align)]
+    align = ["---" if name in ("Stack", "Parity") else "---:" for name in table.columns]
+    lines = [f"### {_escape(table.title)}", "", _markdown_line(table.columns)]
+    lines.append(_markdown_line(align))
     lines.extend(_markdown_line(row.texts()) for row in table.rows)
     if table.notes:
         lines.append("")

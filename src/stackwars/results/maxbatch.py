@@ -15,3 +15,4 @@ class MaxBatch:
     stack: str
     batch: int | None
     predicted_bytes: int | None
+    predicted_device_bytes: int | None = None  # accelerator cells only

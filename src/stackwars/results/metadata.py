@@ -246,6 +246,33 @@ def _tpus() -> list[dict[str, str]]:
     ]
 
 
+def gpu_memory_bytes() -> list[int]:
+    """Each NVIDIA GPU's memory in bytes, in nvidia-smi's index order; [] without nvidia-smi
+    (no frameworks imported: the parent plans device budgets with it)."""
+    executable = shutil.which("nvidia-smi")
+    if executable is None:
+        return []
+    query = [executable, "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
+    try:
+        done = subprocess.run(
+            query, capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return parse_gpu_memory(done.stdout) if done.returncode == 0 else []
+
+
+def parse_gpu_memory(text: str) -> list[int]:
+    """nvidia-smi's ``memory.total`` column without units (MiB, one GPU a line) -> bytes;
+    a line that is not a number (``[N/A]``) ends the list there, so indices stay right."""
+    found = []
+    for line in text.splitlines():
+        if not line.strip().isdigit():
+            break
+        found.append(int(line.strip()) * 2**20)
+    return found
+
+
 def _accelerator(kind: str, vendor: str, name: str, source: str) -> dict[str, str]:
     return {"kind": kind, "vendor": vendor, "name": name, "source": source}
 

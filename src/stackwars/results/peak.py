@@ -7,6 +7,8 @@ to one machine: ``stale_reason`` says when it was measured elsewhere and must no
 History of PEAK_VERSION:
 
 * 1 (2026-11-22): GEMM FLOP/s per dtype, triad bytes/s, every library's details, machine.
+  Added since, without a version change: (2026-11-25) ``device``, what the libraries ran on
+  (``cpu`` in files without it); each device's peak in a file of its own.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Peak:
     measured: str  # ISO 8601, UTC
     machine: dict[str, Any]  # MACHINE_KEYS of results.metadata.machine_info()
     version: int = PEAK_VERSION
+    device: str = "cpu"  # what the GEMM and copy kernels ran on
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -57,26 +60,29 @@ class Peak:
         return cls(**{key: value for key, value in data.items() if key in fields})
 
 
-def default_peak_path() -> Path:
-    """``$STACKWARS_PEAK``, else ``stackwars/peak.json`` in the XDG cache folder."""
+def default_peak_path(device: str = "cpu") -> Path:
+    """``$STACKWARS_PEAK``, else ``stackwars/peak.json`` in the XDG cache folder: the cpu's
+    peak; another device's beside it (``peak-gpu.json``, ``peak-gpu-1.json``)."""
     explicit = os.environ.get("STACKWARS_PEAK")
-    if explicit:
-        return Path(explicit)
     cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "stackwars" / "peak.json"
+    path = Path(explicit) if explicit else Path(cache) / "stackwars" / "peak.json"
+    if device == "cpu":
+        return path
+    return path.with_name(f"{path.stem}-{device.replace(':', '-')}{path.suffix}")
 
 
 def save_peak(peak: Peak, path: Path | None = None) -> Path:
     """Write ``peak`` atomically (to the default path when none is given); returns the path."""
-    path = path or default_peak_path()
+    path = path or default_peak_path(peak.device)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, dump(peak.to_dict()))
     return path
 
 
-def load_peak(path: Path | None = None) -> Peak | None:
-    """The stored peak; None when none was measured; PeakError when the file is unusable."""
-    path = path or default_peak_path()
+def load_peak(path: Path | None = None, device: str = "cpu") -> Peak | None:
+    """The stored peak of ``device``; None when none was measured; PeakError when the file
+    is unusable."""
+    path = path or default_peak_path(device)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

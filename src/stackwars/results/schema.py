@@ -22,7 +22,10 @@ History of SCHEMA_VERSION:
   ignore it); run ``kind`` (``timing``, or ``behave``: a ``stackwars behave`` run, whose file
   holds ``outcomes``, one per probe and stack, instead of ``cells``); (2026-11-24) run
   ``claims`` (``stackwars claims``: each claim checked with the run, its value, interval and
-  verdict, ``claims/verdict.py``).
+  verdict, ``claims/verdict.py``); (2026-11-25) ``memory.device_reserved_bytes`` and
+  ``memory.device_limit_bytes`` (the allocator's pool and its limit), cell
+  ``settings.device_memory_stats`` (the framework's own statistics they come from),
+  ``memory.predicted_device_bytes`` (the plan's prediction for an accelerator cell).
 * 2 (2026-11-23): cell ``node``, the machine the cell ran on (``--executor ray`` runs cells on
   several): executor, host name, machine fingerprint with the CPU model, cores, memory and
   accelerators it is made of, and the library versions installed there (empty in version-1
@@ -98,10 +101,15 @@ class WarmStart:
 @dataclass
 class Memory:
     peak_rss_bytes: int | None = None  # the worker process's own peak (ru_maxrss)
-    device_peak_bytes: int | None = None
+    device_peak_bytes: int | None = None  # the work's arrays at most, on the device
+    # The most the framework's allocator took from the device (pre-allocation included), and
+    # what it may take (frameworks/base.py's DeviceMemory); None where it cannot tell.
+    device_reserved_bytes: int | None = None
+    device_limit_bytes: int | None = None
     rss_after_import_bytes: int | None = None  # peak once the framework was up, before data
     peak_tree_rss_bytes: int | None = None  # worker and its children, polled by the parent
     predicted_bytes: int | None = None  # the plan's prediction of the peak, before running
+    predicted_device_bytes: int | None = None  # the plan's, of the device peak (accelerators)
 
 
 @dataclass

@@ -96,6 +96,7 @@ def measure_cell(
         finally:
             caches.release(folder)
     cell.memory.predicted_bytes = item.predicted_bytes
+    cell.memory.predicted_device_bytes = item.predicted_device_bytes
     return cell
 
 

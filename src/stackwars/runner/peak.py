@@ -25,12 +25,14 @@ STREAM_COUNTING = (
 )
 
 
-def measure_peak(quick: bool = False, timeout_s: float = 600.0) -> Peak:
-    """Measure every installed library in its own worker; the best numbers are the peak.
+def measure_peak(quick: bool = False, timeout_s: float = 600.0, device: str = "cpu") -> Peak:
+    """Measure every installed library in its own worker on ``device``; the best numbers are
+    the peak.
 
     ``quick`` uses tiny sizes (for tests: the numbers are then not a peak). ``timeout_s``
-    bounds the whole measurement. A library that fails is recorded with its error in
-    ``details``; PeakError when no library measured a dtype or the bandwidth, or on timeout.
+    bounds the whole measurement. A library that fails (one without ``device``, too) is
+    recorded with its error in ``details``; PeakError when no library measured a dtype (float32
+    alone on a TPU) or the bandwidth, or on timeout.
     """
     machine = machine_info()
     deadline = time.monotonic() + timeout_s
@@ -38,9 +40,11 @@ def measure_peak(quick: bool = False, timeout_s: float = 600.0) -> Peak:
     for library in peak_worker.libraries():
         missing = missing_reason(library)
         libraries[library] = (
-            {"error": missing} if missing else run_worker(library, quick, deadline, timeout_s)
+            {"error": missing}
+            if missing
+            else run_worker(library, quick, deadline, timeout_s, device)
         )
-    flops, bandwidth, best = best_of(libraries)
+    flops, bandwidth, best = best_of(libraries, device)
     details = {
         "quick": quick,
         "best": best,
@@ -54,13 +58,16 @@ def measure_peak(quick: bool = False, timeout_s: float = 600.0) -> Peak:
         details=details,
         measured=datetime.now(UTC).isoformat(timespec="seconds"),
         machine={key: machine[key] for key in MACHINE_KEYS},
+        device=device,
     )
 
 
-def run_worker(library: str, quick: bool, deadline: float, timeout_s: float) -> dict[str, Any]:
+def run_worker(
+    library: str, quick: bool, deadline: float, timeout_s: float, device: str = "cpu"
+) -> dict[str, Any]:
     """One peak worker's result; a worker that dies without one becomes ``{"error": ...}``."""
     limits = Limits(max(deadline - time.monotonic(), 0.0), default_memory_budget())
-    request = {"library": library, "quick": quick}
+    request = {"library": library, "quick": quick, "device": device}
     end = run_child("stackwars.runner.peak_worker", "peak", request, limits)
     if end.status == "timeout":
         raise PeakError(
@@ -72,12 +79,22 @@ def run_worker(library: str, quick: bool, deadline: float, timeout_s: float) -> 
     return {"error": f"{library} peak worker: {end.detail}"}
 
 
-def best_of(libraries: dict[str, Any]) -> tuple[dict[str, float], float, dict[str, str]]:
+def required_dtypes(device: str) -> tuple[str, ...]:
+    """The GEMM dtypes a peak of ``device`` must have: a TPU computes no float64, so its
+    roofline places float32 cells only."""
+    return ("float32",) if device.startswith("tpu") else DTYPES
+
+
+def best_of(
+    libraries: dict[str, Any], device: str = "cpu"
+) -> tuple[dict[str, float], float, dict[str, str]]:
     """Best GEMM FLOP/s per dtype, best triad bytes/s, and which library gave each."""
     flops: dict[str, float] = {}
     best: dict[str, str] = {}
     for dtype in DTYPES:
         rates = _rates(libraries, ("gemm", dtype, "flops_per_s"))
+        if not rates and dtype not in required_dtypes(device):
+            continue
         if not rates:
             raise PeakError(f"no library measured {dtype} GEMM: {_errors(libraries)}")
         best[f"gemm_{dtype}"] = max(rates, key=rates.__getitem__)

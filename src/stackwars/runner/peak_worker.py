@@ -8,8 +8,11 @@ small machine, and so that each library is measured with its own defaults. The p
 (``runner/peak.py``) starts one worker per installed library and keeps the best numbers.
 
 Every registered framework is a library here, set up as a timing worker sets it up
-(``load_framework``, its ``environment`` with x64 on, ``load``, ``init`` on the cpu); its
-inputs go through ``to_device`` and every timed block ends with its ``sync``.
+(``load_framework``, its ``environment`` with x64 on, ``load``, ``init`` on the device asked
+for: the cpu by default, a GPU or TPU for ``env --peak --device``); its inputs go through
+``to_device`` onto that device and every timed block ends with its ``sync``, so on an
+accelerator the GEMM and the copy kernels run there (the copy where the library can write
+into an existing device array: torch; JAX and TensorFlow cannot).
 
 GEMM: ``C = A @ B`` with square matrices (``Framework.gemm_call``), ``2 n³`` FLOPs per call, at
 every size of ``Sizes.gemm_n`` (the best size counts: small sizes do not fill the cores, large
@@ -44,7 +47,7 @@ from stackwars.frameworks import (
     installed_version,
     load_framework,
 )
-from stackwars.frameworks.base import Framework, RunSettings
+from stackwars.frameworks.base import Framework, RunSettings, split_device
 from stackwars.results.metadata import BLAS_VARIABLES
 from stackwars.runner.child import serve
 from stackwars.runner.worker import blas_libraries
@@ -204,12 +207,16 @@ def start_framework(framework: Framework, settings: RunSettings) -> dict:
     return {}
 
 
-def measure_library(library: str, sizes: Sizes) -> dict[str, Any]:
-    """Everything measured for ``library``; what failed carries its error."""
+def measure_library(library: str, sizes: Sizes, device: str = "cpu") -> dict[str, Any]:
+    """Everything measured for ``library`` on ``device``; what failed carries its error (a
+    library that does not run there, or does not see the device, fails to start)."""
     framework = load_framework(library)
+    if split_device(device)[0] not in framework.info.devices:
+        runs_on = ", ".join(framework.info.devices)
+        return {"library": library, "error": f"{library} runs on {runs_on}, not {device}"}
     with tempfile.TemporaryDirectory(prefix="stackwars-peak-") as scratch:
         # x64: float64 is measured too (JAX computes float32 without it).
-        settings = RunSettings(device="cpu", x64=True, cache_dir=scratch)
+        settings = RunSettings(device=device, x64=True, cache_dir=scratch)
         os.environ.update(framework.environment(settings))
         result: dict[str, Any] = {
             "library": library,
@@ -238,7 +245,8 @@ def answer(data: dict[str, Any]) -> dict[str, Any]:
     if library not in libraries():
         known = ", ".join(libraries())
         return {"error": f"no peak measurement for {library!r}; known: {known}"}
-    return {**measure_library(library, QUICK if quick else FULL), "quick": quick}
+    device = data.get("device", "cpu")
+    return {**measure_library(library, QUICK if quick else FULL, device), "quick": quick}
 
 
 def main(argv: list[str]) -> int:

@@ -35,6 +35,7 @@ class PlannedCell:
     skip_reason: str = ""  # non-empty: the cell ends with skip_status without a worker
     skip_status: str = "unsupported"
     predicted_bytes: int | None = None
+    predicted_device_bytes: int | None = None  # accelerator cells only
 
 
 def parse_values(workload: Workload, name: str, text: str) -> list[Any]:
@@ -189,42 +190,85 @@ def skip_reason(spec: CellSpec) -> str:
     missing = stack_missing_reason(spec.framework, spec.mode)
     if missing:
         return missing
-    if spec.device.partition(":")[0] not in info.devices:
-        return f"{info.name} has no {spec.device} support here; devices: {', '.join(info.devices)}"
+    devices = info.devices_for(spec.mode)
+    if spec.device.partition(":")[0] not in devices:
+        return f"{spec.stack} does not run on {spec.device}; it runs on {', '.join(devices)}"
     workload = workloads.get(spec.workload)
     if workload.builder(spec.framework) is None:
         return f"workload {spec.workload!r} has no {spec.framework} implementation"
     return workload.unsupported(spec.params, spec.framework, spec.mode)
 
 
+def on_accelerator(spec: CellSpec) -> bool:
+    return not spec.device.startswith("cpu")
+
+
 def prediction(spec: CellSpec) -> tuple[int, str]:
-    """Predicted peak resident bytes of a cell's worker, and how they add up."""
+    """Predicted peak resident (host) bytes of a cell's worker, and how they add up; on an
+    accelerator, what the device holds is left out (:func:`device_prediction`)."""
     workload = workloads.get(spec.workload)
     baseline = FRAMEWORKS[spec.framework].baseline_bytes
     if workload.memory_for is not None:
         need, detail = workload.memory_for(spec.params, spec.framework)
+        if on_accelerator(spec) and workload.device_memory_for is not None:
+            need -= workload.device_memory_for(spec.params, spec.framework)[0]
+            detail = f"{detail}, less what the device holds"
     else:
         need, detail = workload.memory_bytes(spec.params), "inputs, results and temporaries"
     return baseline + need, f"{spec.framework} runtime {baseline / GIB:.2f} GiB + {detail}"
 
 
-def plan(cells: Sequence[CellSpec], budget: int, force: bool = False) -> list[PlannedCell]:
+def device_prediction(spec: CellSpec) -> tuple[int, str] | None:
+    """Predicted peak bytes on the cell's accelerator and how they add up; None on the cpu.
+    The framework's own device footprint (its context, kernels) is not known here."""
+    if not on_accelerator(spec):
+        return None
+    workload = workloads.get(spec.workload)
+    if workload.device_memory_for is not None:
+        return workload.device_memory_for(spec.params, spec.framework)
+    return workload.memory_bytes(spec.params), "inputs, results and temporaries"
+
+
+def too_big(spec: CellSpec, budget: int, device_budget: int | None) -> str:
+    """Why a cell's predicted peak does not fit (host, or device when it has a budget);
+    '' when it fits."""
+    need, detail = prediction(spec)
+    if need > budget:
+        return (
+            f"predicted peak {need / GIB:.2f} GiB exceeds the memory budget of "
+            f"{budget / GIB:.2f} GiB ({detail}); not run: --force runs it anyway under the "
+            "watchdog, --memory-budget changes the budget"
+        )
+    on_device = device_prediction(spec)
+    if on_device is None or device_budget is None or on_device[0] <= device_budget:
+        return ""
+    return (
+        f"predicted {spec.device} peak {on_device[0] / GIB:.2f} GiB exceeds the device memory "
+        f"budget of {device_budget / GIB:.2f} GiB ({on_device[1]}); not run: --force runs it "
+        "anyway (the framework then reports its own out-of-memory), --device-memory-budget "
+        "changes the budget"
+    )
+
+
+def plan(
+    cells: Sequence[CellSpec],
+    budget: int,
+    force: bool = False,
+    device_budget: int | None = None,
+) -> list[PlannedCell]:
     """Each cell with the reason it cannot run here, if any: ``unsupported`` when its stack is
-    missing, ``oom`` when its predicted peak exceeds ``budget`` (unless ``force``)."""
+    missing, ``oom`` when its predicted peak exceeds ``budget``, or on an accelerator its
+    predicted device peak exceeds ``device_budget`` (None: not checked), unless ``force``."""
     planned = []
     for spec in cells:
         reason = skip_reason(spec)
         if reason:
             planned.append(PlannedCell(spec, reason))
             continue
-        need, detail = prediction(spec)
-        if need <= budget or force:
-            planned.append(PlannedCell(spec, predicted_bytes=need))
-            continue
-        too_big = (
-            f"predicted peak {need / GIB:.2f} GiB exceeds the memory budget of "
-            f"{budget / GIB:.2f} GiB ({detail}); not run: --force runs it anyway under the "
-            "watchdog, --memory-budget changes the budget"
-        )
-        planned.append(PlannedCell(spec, too_big, "oom", need))
+        need = prediction(spec)[0]
+        on_device = device_prediction(spec)
+        device_need = None if on_device is None else on_device[0]
+        why = "" if force else too_big(spec, budget, device_budget)
+        status = "oom" if why else "unsupported"
+        planned.append(PlannedCell(spec, why, status, need, device_need))
     return planned

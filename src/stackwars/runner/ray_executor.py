@@ -242,6 +242,7 @@ def _not_run(item: PlannedCell, options: RunOptions, status: str, reason: str) -
         status, reason = item.skip_status, item.skip_reason
     cell = failed_cell(request_for(item.spec, options, Path()), status, reason)
     cell.memory.predicted_bytes = item.predicted_bytes
+    cell.memory.predicted_device_bytes = item.predicted_device_bytes
     cell.node = {"executor": "ray"}
     return cell
 

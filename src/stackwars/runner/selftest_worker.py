@@ -13,7 +13,8 @@ work here is a chain of ``x = tanh(x @ w)`` (``Framework.selftest_step``, in the
 operations): each call needs the previous one's output, so the last output being ready means
 every call is done. It is timed two ways, on a size where one call takes at least
 ``MIN_CALL_S``: ``CHAIN`` calls each synchronised, and ``CHAIN`` calls with one sync at the end
-(the protocol's block). Three checks:
+(the protocol's block). The size is calibrated first (a fourth check says whether a call
+reached its minimum time, or the largest size stayed under it), then three checks:
 
 * physical: a synchronised call cannot beat a generous bound on the device's FLOP rate; a
   sync that does not wait times only the dispatch and yields an impossible rate;
@@ -42,9 +43,19 @@ from stackwars.runner.worker import classify, home_environment
 
 FIRST_N = 256
 MAX_N = 4096
+# A GPU or TPU runs a 4096² float32 GEMM in a few ms (an H100: about 3 ms at full float32
+# precision); their memory holds 16384² matrices (1 GiB each) with ease.
+ACCELERATOR_MAX_N = 16384
 # Long enough that dispatch and sync overheads (µs to a fraction of a ms) are a small part of
 # a call, short enough that the whole selftest of a stack takes seconds.
 MIN_CALL_S = 5e-3
+# On an accelerator the fixed cost of a call (dispatch, launch, sync: tens of µs) is measured,
+# and a call must take OVERHEAD_MULTIPLE times it, at least MIN_ACCELERATOR_CALL_S and at most
+# MIN_CALL_S: a fast device reaches that at sizes it can hold. On the cpu, MIN_CALL_S always:
+# other processes on a shared machine add ms to short calls (see CALIBRATION_CALLS).
+OVERHEAD_MULTIPLE = 50
+MIN_ACCELERATOR_CALL_S = 1e-3
+OVERHEAD_N = 8  # a GEMM of this size is all fixed cost
 # Other processes only add time, so one fast call shows that a size is too small; a size is
 # taken only when this many calls were all slow. Three calls at n = 256 (0.3 ms of work) all
 # took over 5 ms while another benchmark ran, and blocks of such short calls are mostly noise.
@@ -79,6 +90,9 @@ ACCELERATOR_FLOPS_LIMIT = 5e15
 GAIN = 2.0
 
 
+Clock = Callable[[], float]
+
+
 def flops_limit(device: str) -> float:
     kind, _ = split_device(device)
     if kind == "cpu":
@@ -94,55 +108,118 @@ def gemm_flops(n: int) -> float:
 class Chain:
     """The prepared step on device inputs of size n, and its timings."""
 
-    def __init__(self, framework: Framework, step: Callable[..., Any], n: int) -> None:
+    def __init__(
+        self,
+        framework: Framework,
+        step: Callable[..., Any],
+        n: int,
+        clock: Clock = time.perf_counter,
+    ) -> None:
         import numpy as np
 
         rng = np.random.default_rng(0)
         x = rng.standard_normal((n, n)).astype(np.float32)
         w = (rng.standard_normal((n, n)) * (GAIN / np.sqrt(n))).astype(np.float32)
-        self.framework, self.step, self.n = framework, step, n
+        self.framework, self.step, self.n, self.clock = framework, step, n, clock
         self.x, self.w = framework.to_device([x, w])
 
     def single_s(self) -> float:
         """One call, synchronised."""
-        start = time.perf_counter()
+        start = self.clock()
         self.framework.sync(self.step(self.x, self.w))
-        return time.perf_counter() - start
+        return self.clock() - start
 
     def synced_s(self) -> float:
         """CHAIN dependent calls, each synchronised."""
         out = self.x
-        start = time.perf_counter()
+        start = self.clock()
         for _ in range(CHAIN):
             out = self.step(out, self.w)
             self.framework.sync(out)
-        return time.perf_counter() - start
+        return self.clock() - start
 
     def chained_s(self) -> tuple[float, float]:
         """CHAIN dependent calls, then one sync: (until the last returned, until synchronised)."""
         out = self.x
-        start = time.perf_counter()
+        start = self.clock()
         for _ in range(CHAIN):
             out = self.step(out, self.w)
-        dispatched = time.perf_counter()
+        dispatched = self.clock()
         self.framework.sync(out)
-        return dispatched - start, time.perf_counter() - start
+        return dispatched - start, self.clock() - start
 
 
-def calibrate(framework: Framework, step: Callable[..., Any], max_n: int) -> Chain:
-    """The smallest doubling of FIRST_N (up to max_n) whose synchronised call takes MIN_CALL_S."""
+@dataclass(frozen=True)
+class Calibration:
+    """The size chosen, how long its fastest synchronised call took, and what it had to take."""
+
+    n: int
+    call_s: float
+    min_call_s: float
+    overhead_s: float | None  # an accelerator's fixed cost per call; None on the cpu
+
+    @property
+    def reached(self) -> bool:
+        return self.call_s >= self.min_call_s
+
+
+def min_call_s(device: str, overhead_s: float | None) -> float:
+    """The time a calibrated call must take on ``device``, given its fixed cost per call."""
+    if split_device(device)[0] == "cpu" or overhead_s is None:
+        return MIN_CALL_S
+    return min(MIN_CALL_S, max(MIN_ACCELERATOR_CALL_S, OVERHEAD_MULTIPLE * overhead_s))
+
+
+def calibrate(
+    framework: Framework,
+    step: Callable[..., Any],
+    device: str,
+    max_n: int,
+    clock: Clock = time.perf_counter,
+) -> tuple[Chain, Calibration]:
+    """The smallest doubling of FIRST_N (up to max_n) whose synchronised calls all take the
+    device's minimum call time (:func:`min_call_s`)."""
+    overhead_s = None
+    if split_device(device)[0] != "cpu":
+        tiny = Chain(framework, step, OVERHEAD_N, clock)
+        tiny.single_s()  # compiles for this size, when the mode compiles
+        overhead_s = min(tiny.single_s() for _ in range(CALIBRATION_CALLS))
+    required = min_call_s(device, overhead_s)
     n = FIRST_N
     while True:
-        chain = Chain(framework, step, n)
+        chain = Chain(framework, step, n, clock)
         chain.single_s()  # compiles for this size, when the mode compiles
-        if n >= max_n or not too_small(chain):
-            return chain
+        # Other processes only add time: one call under the minimum shows n is too small.
+        fastest = min(chain.single_s() for _ in range(CALIBRATION_CALLS))
+        if n >= max_n or fastest >= required:
+            return chain, Calibration(n, fastest, required, overhead_s)
         n *= 2
 
 
-def too_small(chain: Chain) -> bool:
-    """Whether one of CALIBRATION_CALLS synchronised calls took less than MIN_CALL_S."""
-    return any(chain.single_s() < MIN_CALL_S for _ in range(CALIBRATION_CALLS))
+def check_calibration(calibration: Calibration) -> Check:
+    """Passed when a call reached its minimum time; None (not conclusive) when the largest
+    size allowed stayed under it: the other checks then time calls near their overheads."""
+    numbers = {
+        "n": calibration.n,
+        "call_s": calibration.call_s,
+        "min_call_s": calibration.min_call_s,
+        **({"overhead_s": calibration.overhead_s} if calibration.overhead_s is not None else {}),
+    }
+    took = (
+        f"n={calibration.n}: a synchronised call took {calibration.call_s * 1e3:.3g} ms at "
+        f"best, the minimum is {calibration.min_call_s * 1e3:.3g} ms"
+    )
+    if calibration.overhead_s is not None:
+        took += f" ({OVERHEAD_MULTIPLE}x the {calibration.overhead_s * 1e6:.3g} µs a call costs)"
+    if calibration.reached:
+        return Check("calibration", True, numbers, took)
+    return Check(
+        "calibration",
+        None,
+        numbers,
+        f"{took}: not reached at the largest size allowed; the checks below time calls "
+        "close to their overheads",
+    )
 
 
 def check_physical(n: int, call_s: float, limit: float, runs: int) -> Check:
@@ -217,10 +294,15 @@ class Timings:
         ]
 
 
-def run_checks(framework: Framework, mode: str, device: str, *, max_n: int = MAX_N) -> list[Check]:
-    """The three checks on a framework after ``init``; ``max_n`` bounds the calibration."""
+def run_checks(
+    framework: Framework, mode: str, device: str, *, max_n: int | None = None
+) -> list[Check]:
+    """The calibration and the three checks on a framework after ``init``; ``max_n`` bounds
+    the calibration (None: MAX_N on the cpu, ACCELERATOR_MAX_N elsewhere)."""
     step = framework.prepare(framework.selftest_step(), mode)
-    chain = calibrate(framework, step, max_n)
+    if max_n is None:
+        max_n = MAX_N if split_device(device)[0] == "cpu" else ACCELERATOR_MAX_N
+    chain, calibration = calibrate(framework, step, device, max_n)
     timings = Timings()
     timings.add_runs(chain)
     checks = timings.checks(chain.n, device, framework.is_async())
@@ -229,7 +311,7 @@ def run_checks(framework: Framework, mode: str, device: str, *, max_n: int = MAX
             break
         timings.add_runs(chain)
         checks = timings.checks(chain.n, device, framework.is_async())
-    return checks
+    return [check_calibration(calibration), *checks]
 
 
 class Unsupported(Exception):

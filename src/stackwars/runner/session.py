@@ -72,6 +72,9 @@ def request_for(spec: CellSpec, options: RunOptions, cache_dir: Path) -> Request
         cache_dir=str(cache_dir),
         x64=wants_x64(spec, options.x64),
         preallocate=options.preallocate,
+        memory_fraction=options.memory_fraction,
+        allocator_conf=options.allocator_conf,
+        matmul_precision=options.matmul_precision,
     )
     return Request(
         cell=spec,

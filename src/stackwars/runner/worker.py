@@ -22,7 +22,7 @@ from typing import Any
 
 from stackwars import workloads
 from stackwars.frameworks import FRAMEWORKS, influential_environment, load_framework
-from stackwars.frameworks.base import Framework, RunSettings
+from stackwars.frameworks.base import DeviceUnavailable, Framework, RunSettings
 from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Steady, WorkCounts
 from stackwars.runner.child import ProgressWriter, serve
 from stackwars.runner.protocol import Request
@@ -99,8 +99,9 @@ def classify(exc: BaseException) -> CellFailed:
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, MemoryError) or any(marker in text for marker in OOM_MARKERS):
         return CellFailed("oom", text[:2000])
-    if isinstance(exc, NotImplementedError):
-        # The stack says it cannot run this (torchax cannot lower an op, or run autograd).
+    if isinstance(exc, NotImplementedError | DeviceUnavailable):
+        # The stack says it cannot run this (torchax cannot lower an op, or run autograd), or
+        # its framework sees no such device here (the reason says why and the fix).
         return CellFailed("unsupported", text[:2000])
     tail = "".join(traceback.format_exception(exc)[-TRACEBACK_LINES:])
     return CellFailed("error", tail[-4000:])
@@ -273,10 +274,16 @@ class CellRun:
             sys_s_per_call=m.steady_usage.sys_s / calls,
             page_faults_per_call=m.steady_usage.faults / calls,
         )
+        stats = framework.device_memory_stats()
+        device = framework.device_memory(stats)
         cell.memory = Memory(
-            device_peak_bytes=framework.device_peak_bytes(),
+            device_peak_bytes=device.peak_bytes,
+            device_reserved_bytes=device.reserved_bytes,
+            device_limit_bytes=device.limit_bytes,
             rss_after_import_bytes=cell.memory.rss_after_import_bytes,
         )
+        if stats is not None:
+            cell.settings["device_memory_stats"] = stats
         work = self.workload.work(self.params)
         cell.work = WorkCounts(flops=work.flops, bytes=work.bytes)
         cell.gflops = work.flops / summary.median / 1e9 if summary.median > 0 else None

@@ -156,6 +156,10 @@ class Workload:
     # Per-framework prediction (bytes, and how they add up) for workloads whose memory depends
     # on how a framework holds state; when set, planning uses it instead of memory_bytes.
     memory_for: Callable[[Mapping[str, Any], str], tuple[int, str]] | None = None
+    # The part of memory_for an accelerator holds (the rest stays on the host); None: all of
+    # memory_bytes goes to the device (inputs, results, temporaries), the host keeps the
+    # NumPy inputs and the results it reads back.
+    device_memory_for: Callable[[Mapping[str, Any], str], tuple[int, str]] | None = None
     # The same computation as the reference but in float32 NumPy, for workloads whose rounding
     # error no simple rule predicts (deep models): how far it lands from the reference is what
     # float32 alone does to this result, and parity allows a float32 stack a multiple of that.

@@ -34,6 +34,9 @@ from stackwars.workloads.base import DTYPE_BYTES
 from stackwars.workloads.models.spec import Config, ModelSpec, count
 
 GIB = 2**30
+# What stays in host memory when the cell runs on an accelerator: the canonical weights that
+# seed the stacks and the NumPy reference. Every other term lives where the model computes.
+HOST_TERMS = ("host weights", "float64 reference")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,14 @@ class Prediction:
     @property
     def total(self) -> int:
         return sum(self.terms.values())
+
+    def on_device(self) -> Prediction:
+        """The terms an accelerator holds (the model, its training state, activations)."""
+        return Prediction({k: v for k, v in self.terms.items() if k not in HOST_TERMS})
+
+    def on_host(self) -> Prediction:
+        """The terms the host holds beside an accelerator."""
+        return Prediction({k: v for k, v in self.terms.items() if k in HOST_TERMS})
 
     def describe(self) -> str:
         parts = [f"{name} {size / GIB:.2f}" for name, size in self.terms.items() if size]
