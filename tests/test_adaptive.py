@@ -107,3 +107,22 @@ def test_the_claims_repeat_is_auto_by_default(tmp_path: Path) -> None:
 
     args = build_parser().parse_args(["claims", "--builtin"])
     assert args.repeat == "auto" and args.max_workers == 10 and args.time_budget == 1200
+
+
+def test_each_added_round_is_announced_before_it_runs() -> None:
+    announced: list[list[str]] = []
+    recorder = Recorder()
+    settings = adaptive.Adaptive(min_workers=3, max_workers=5, time_budget_s=1e9)
+    adaptive.grow(
+        planned_run([NOISY, QUIET]), recorder, adaptive.wide_cells(),
+        settings=settings, clock=lambda: 0.0, on_round=lambda s: announced.append(list(s)),
+    )  # fmt: skip
+    assert announced == recorder.rounds[1:] == [[NOISY.stack], [NOISY.stack]]
+
+
+def test_the_progress_total_grows_with_the_rounds() -> None:
+    from stackwars.report.progress import Progress
+
+    progress = Progress(2, quiet=True, stacks=["numpy:eager", "jax:jit"])
+    progress.more(["numpy:eager"])
+    assert progress.total == 3

@@ -75,9 +75,11 @@ def grow(
     *,
     settings: Adaptive,
     clock: Callable[[], float],
+    on_round: Callable[[Sequence[str]], None] = lambda stacks: None,
 ) -> Run:
     """Measure ``planned`` (its cells at ``min_workers`` each) with ``execute`` (the caller's
-    ``api.execute``: its store, reporter, executor), then add rounds (module docstring); the
+    ``api.execute``: its store, reporter, executor), then add rounds (module docstring),
+    telling ``on_round`` the stacks of each round's cells first (a progress bar's total); the
     run, with every worker."""
     start = clock()
     record = execute(planned)
@@ -87,7 +89,9 @@ def grow(
             break
         if clock() - start + round_estimate(record.cells, specs) > settings.time_budget_s:
             break
-        record = execute(extend(planned, specs, index))
+        more = extend(planned, specs, index)
+        on_round([cell.spec.stack for cell in more.cells if not cell.skip_reason])
+        record = execute(more)
     return record
 
 

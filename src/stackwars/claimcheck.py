@@ -162,10 +162,13 @@ def measure(
     results: Store,
     reporter: Reporter,
     settings: adaptive.Adaptive | None = None,
+    *,
     clock: Callable[[], float] = time.monotonic,
+    on_round: Callable[[Sequence[str]], None] = lambda stacks: None,
 ) -> Run:
     """Run the planned cells (each stored as it ends), like any run; with ``settings``
-    (``--repeat auto``), then add workers to the cells of undecided claims (adaptive.py)."""
+    (``--repeat auto``), then add workers to the cells of undecided claims (adaptive.py),
+    telling ``on_round`` the stacks of each added round."""
     if settings is None:
         return api.execute(prepared.planned, results, reporter)
     wanting = undecided_cells(prepared, settings.max_workers)
@@ -175,6 +178,7 @@ def measure(
         wanting,
         settings=settings,
         clock=clock,
+        on_round=on_round,
     )
 
 

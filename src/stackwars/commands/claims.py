@@ -49,7 +49,7 @@ def _check(chosen: list[Claim], args: argparse.Namespace, argv: list[str]) -> in
     cells = prepared.planned.cells
     stacks = [cell.spec.stack for cell in cells if not cell.skip_reason]
     with Progress(len(cells), quiet=args.quiet, stacks=stacks) as progress:
-        record = claimcheck.measure(prepared, results, progress, settings)
+        record = claimcheck.measure(prepared, results, progress, settings, on_round=progress.more)
 
     def note(text: str) -> None:
         if not args.quiet:

@@ -98,7 +98,12 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
             if getattr(args, "repeat", None) == adaptive.AUTO and not args.resume:
                 wanting = adaptive.wide_cells()
                 record = adaptive.grow(
-                    planned, execute, wanting, settings=adaptive.Adaptive(), clock=time.monotonic
+                    planned,
+                    execute,
+                    wanting,
+                    settings=adaptive.Adaptive(),
+                    clock=time.monotonic,
+                    on_round=progress.more,
                 )
             else:
                 record = execute(planned)

@@ -40,6 +40,10 @@ class TimeLeft:
         self._left = Counter(stacks)
         self._walls: dict[str, list[float]] = {}
 
+    def planned(self, stacks: Sequence[str]) -> None:
+        """More cells to run (a round --repeat auto added)."""
+        self._left.update(stacks)
+
     def finished(self, cell: Cell) -> None:
         # A cell without a wall time started no worker (planned unsupported or oom): it is not
         # among the stacks still to run.
@@ -108,6 +112,13 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+    def more(self, stacks: Sequence[str]) -> None:
+        """Cells added to the run while it runs (a --repeat auto round): one per stack given."""
+        self.total += len(stacks)
+        self._time_left.planned(stacks)
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, total=self.total)
 
     def start_cell(self, label: str) -> None:
         self._label, self._cell_started = label, self._clock()
