@@ -22,8 +22,8 @@ from stackwars.timing.compare import (
     geometric_mean,
     judge,
     mann_whitney_p,
-    workers_needed,
 )
+from stackwars.timing.sample_size import workers_needed
 from stackwars.timing.stats import median_ci
 
 

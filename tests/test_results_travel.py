@@ -54,7 +54,7 @@ def test_compare_reads_exported_files_and_writes_markdown_json_and_the_summary(
     assert "REGRESSION above 10%" in capsys.readouterr().out
     markdown = (tmp_path / "c.md").read_text(encoding="utf-8")
     assert markdown.startswith("### slow against base") and "| slower † |" in markdown
-    assert "† separate runs: each interval includes a run-to-run drift of 3.0 %" in markdown
+    assert "† separate runs: each interval includes a run-to-run drift of 4.0 %" in markdown
     assert "- REGRESSION above 10%: gemm(n=8) numpy:eager @ cpu" in markdown
     assert summary.read_text(encoding="utf-8") == markdown + "\n"
     written = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))

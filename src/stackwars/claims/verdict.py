@@ -24,14 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackwars.claims.spec import Relation
-from stackwars.timing.compare import (
-    DEFAULT_ALPHA,
-    MIN_WORKERS,
-    MOST_WORKERS_ESTIMATED,
-    Samples,
-    compare,
-    workers_to_separate,
-)
+from stackwars.timing.compare import DEFAULT_ALPHA, MIN_WORKERS, Samples, compare
+from stackwars.timing.sample_size import MOST_WORKERS_ESTIMATED, workers_to_separate
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_CHECKABLE = "holds", "fails", "inconclusive", "not checkable here"
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_CHECKABLE)

@@ -58,18 +58,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stackwars.timing.sample_size import (
+    MIN_WORKERS,
+    MOST_WORKERS_ESTIMATED,
+    t_quantile,
+    workers_needed,
+)
+
 Samples = Sequence[Sequence[float]]  # workers -> per-call block times
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 2000
-MIN_WORKERS = 3
-MOST_WORKERS_ESTIMATED = 200
-PLANNING_POWER_Z = 0.8416  # the normal quantile of 80 %: "likely" in workers_needed
-# The run-to-run standard deviation (of log times) assumed for separate runs: measured on A/A
-# pairs of separate runs with other work between them (benchmarks/power_gate.py,
-# docs/results.md "Run-to-run drift", 2026-11-25). Overridden per comparison with --run-drift.
-DEFAULT_RUN_DRIFT = 0.03  # past this, "undecided" says more workers are not a plan
+# The run-to-run standard deviation (of log times) assumed for separate runs: measured on six
+# separate runs with other work between them (benchmarks/power/power_gate.py drift,
+# docs/results.md "Run-to-run drift", 2026-11-25: 4.0 % for torch:eager, the stack whose
+# workers spread least; 7.6 % and 10.8 % for jax:jit and numpy:eager, less certain).
+# Overridden per comparison with --run-drift.
+DEFAULT_RUN_DRIFT = 0.04
 
 SLOWER, FASTER = "slower", "faster"
 SLOWER_UNSURE, FASTER_UNSURE = "slower, size unsure", "faster, size unsure"
@@ -237,7 +243,7 @@ class LogDifference:
     def interval(self, confidence: float) -> tuple[float, float]:
         if self.se == 0:
             return math.exp(self.difference), math.exp(self.difference)
-        half = _t_quantile(0.5 + confidence / 2, self.df) * self.se
+        half = t_quantile(0.5 + confidence / 2, self.df) * self.se
         return math.exp(self.difference - half), math.exp(self.difference + half)
 
     def p_value(self) -> float:
@@ -246,12 +252,6 @@ class LogDifference:
         if self.se == 0:
             return 1.0 if self.difference == 0 else 0.0
         return 2 * float(student.sf(abs(self.difference) / self.se, self.df))
-
-
-def _t_quantile(q: float, df: int) -> float:
-    from scipy.stats import t as student
-
-    return float(student.ppf(q, df))
 
 
 def log_difference(
@@ -276,37 +276,6 @@ def worker_interval(
     parts = log_difference(baseline, candidate)
     low, high = parts.interval(confidence)
     return low, high, parts.p_value()
-
-
-def workers_needed(
-    difference: float, between_sd: float, run_drift: float, threshold: float, alpha: float
-) -> int | None:
-    """Workers per side that would likely decide a comparison whose true log difference and
-    between-worker spread are the measured ones: the fewest with which the test would show the
-    change (its interval excluding 1) or the equivalence (its interval inside the threshold)
-    with 80 % probability (the usual sample-size rule: quantile of the test plus that of the
-    power, times the standard error, within the margin). None when no number up to
-    ``MOST_WORKERS_ESTIMATED`` would, e.g. because the run-to-run drift alone is wider."""
-    to_significance = abs(difference)
-    to_equivalence = math.log1p(threshold) - abs(difference)
-    for n in range(MIN_WORKERS, MOST_WORKERS_ESTIMATED + 1):
-        se = math.sqrt(2 * between_sd**2 / n + 2 * run_drift**2)
-        if (_t_quantile(1 - alpha / 2, 2 * n - 2) + PLANNING_POWER_Z) * se < to_significance:
-            return n
-        if (_t_quantile(1 - alpha, 2 * n - 2) + PLANNING_POWER_Z) * se < to_equivalence:
-            return n
-    return None
-
-
-def workers_to_separate(distance: float, between_sd: float, alpha: float) -> int | None:
-    """Workers per side whose 1 - alpha interval of a log ratio would, with 80 % probability,
-    keep clear of a bound ``distance`` (in logs) from the measured ratio (a claim's verdict);
-    None past ``MOST_WORKERS_ESTIMATED``."""
-    for n in range(MIN_WORKERS, MOST_WORKERS_ESTIMATED + 1):
-        se = math.sqrt(2 * between_sd**2 / n)
-        if (_t_quantile(1 - alpha / 2, 2 * n - 2) + PLANNING_POWER_Z) * se < distance:
-            return n
-    return None
 
 
 def within_worker_sd(samples: Samples) -> float:
