@@ -98,14 +98,17 @@ def test_a_broken_or_missing_candidate_cell_fails_the_gate(tmp_path: Path) -> No
     done = stackwars("compare", str(base), str(broken), "--fail-above", "5", cwd=tmp_path)
     assert done.returncode == 1
     out = " ".join(done.stdout.split())
-    assert "BROKEN: regressed-gemm(n=48) numpy:eager @ cpu: ok in the baseline, error" in out
+    assert (
+        "BROKEN: regressed-gemm(n=48, extra=0.0) numpy:eager @ cpu: ok in the baseline, error"
+        in out
+    )
     assert "REGRESS_FAIL is set" in out
     allowed = ["--fail-above", "5", "--allow-failures"]
     assert stackwars("compare", str(base), str(broken), *allowed, cwd=tmp_path).returncode == 0
     fewer = measured(tmp_path, "fewer")
     done = stackwars("compare", str(base), str(fewer), "--fail-above", "5", cwd=tmp_path)
     assert done.returncode == 1
-    assert "regressed-gemm(n=32) numpy:eager @ cpu" in done.stdout
+    assert "regressed-gemm(n=32, extra=0.0) numpy:eager @ cpu" in done.stdout
     assert "absent from the candidate" in " ".join(done.stdout.split())
 
 
@@ -116,8 +119,9 @@ def test_a_memory_regression_fails_its_own_limit(tmp_path: Path) -> None:
     argv = ["compare", str(base), str(heavy), "--fail-memory-above", "20"]
     done = stackwars(*argv, "--json", str(tmp_path / "c.json"), cwd=tmp_path)
     assert done.returncode == 1, done.stdout
-    assert "MEMORY above 20%: regressed-gemm(n=48) numpy:eager @ cpu: peak RSS" in " ".join(
-        done.stdout.split()
+    assert (
+        "MEMORY above 20%: regressed-gemm(n=48, extra=0.0) numpy:eager @ cpu: peak RSS"
+        in " ".join(done.stdout.split())
     )
     (written,) = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))["rows"]
     (change,) = [m for m in written["memory"] if m["what"] == "peak RSS"]
@@ -132,7 +136,7 @@ def test_an_ab_session_stops_when_a_large_regression_is_decided(tmp_path: Path) 
     done = stackwars(*argv, "--", *CELL, *QUICK, cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     out = " ".join(done.stdout.split())
-    assert "REGRESSION above 5%: regressed-gemm(n=48) numpy:eager" in out
+    assert "REGRESSION above 5%: regressed-gemm(n=48, extra=0.0) numpy:eager" in out
     session = json.loads((tmp_path / "ab.json").read_text(encoding="utf-8"))["session"]
     assert session["rounds"] < 10 and session["stopped"] == "every cell decided"
     assert sorted(p.name for p in (tmp_path / "s").glob("*.json"))[:2] == [
