@@ -126,3 +126,10 @@ def test_the_progress_total_grows_with_the_rounds() -> None:
     progress = Progress(2, quiet=True, stacks=["numpy:eager", "jax:jit"])
     progress.more(["numpy:eager"])
     assert progress.total == 3
+
+
+def test_limits_that_allow_no_verdict_are_refused() -> None:
+    with pytest.raises(UsageError, match="--max-workers 2 is below the 3 workers"):
+        adaptive.Adaptive(max_workers=2)
+    with pytest.raises(UsageError, match="--time-budget 0 must be a positive"):
+        adaptive.Adaptive(time_budget_s=0)

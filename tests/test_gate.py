@@ -60,6 +60,9 @@ def test_a_session_refuses_options_it_sets_itself(tmp_path: Path) -> None:
     rounds = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), tmp_path, max_rounds=1)
     with pytest.raises(UsageError, match="need 2 <= min <= max"):
         ab.check(rounds)
+    budget = ab.Session((), ab.Side("b"), ab.Side("c"), tmp_path, time_budget_s=0)
+    with pytest.raises(UsageError, match="--time-budget 0 must be a positive"):
+        ab.check(budget)
 
 
 def test_looks_share_alpha() -> None:

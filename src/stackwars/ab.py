@@ -82,6 +82,10 @@ def check(session: Session) -> None:
             f"--min-rounds {session.min_rounds} and --max-rounds {session.max_rounds}: need "
             "2 <= min <= max (3 and 10 by default)"
         )
+    if session.time_budget_s <= 0:
+        raise UsageError(
+            f"--time-budget {session.time_budget_s:g} must be a positive number of seconds"
+        )
     for option in (*session.run_options, *session.baseline.options, *session.candidate.options):
         name = option.split("=", 1)[0]
         if name in OWNED_OPTIONS:

@@ -42,6 +42,17 @@ class Adaptive:
     max_workers: int = 10
     time_budget_s: float = 1200.0
 
+    def __post_init__(self) -> None:
+        if self.max_workers < self.min_workers:
+            raise UsageError(
+                f"--max-workers {self.max_workers} is below the {self.min_workers} workers a "
+                f"verdict needs; give {self.min_workers} or more (10 by default)"
+            )
+        if self.time_budget_s <= 0:
+            raise UsageError(
+                f"--time-budget {self.time_budget_s:g} must be a positive number of seconds"
+            )
+
 
 def parse_repeat(text: str) -> int | None:
     """``--repeat N`` or ``--repeat auto`` (None)."""
