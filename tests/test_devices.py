@@ -6,6 +6,7 @@ GPU or TPU: every accelerator cell must end ``unsupported`` with the reason and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,25 @@ def test_a_cuda_build_of_torch_without_a_visible_gpu_says_so() -> None:
     assert "built for CUDA 13.0" in gpu.reason and "is_available() is False" in gpu.reason
 
 
+RECORDED = ANSWERS["h100_recorded"]["stacks"]
+# torch:xla's devices are JAX's: it runs on JAX's runtime through torchax.
+SUPPORT_READERS = {
+    "jax:jit": jax_module.device_support,
+    "torch:eager": torch_module.device_support,
+    "torch:xla": jax_module.device_support,
+}
+
+
+@pytest.mark.parametrize("stack", [name for name in RECORDED if "facts" in RECORDED[name]])
+def test_the_readers_give_what_the_h100_machine_answered(stack: str) -> None:
+    # On the real GPU the worker read its facts into this support; the readers must still.
+    recorded = RECORDED[stack]
+    support = SUPPORT_READERS[stack]
+    read = [dataclasses.asdict(entry) for entry in support(recorded["facts"])]
+    assert json.loads(json.dumps(read)) == recorded["support"]
+    assert by_kind(support(recorded["facts"]))["gpu"].devices == ("NVIDIA H100 80GB HBM3",)
+
+
 def test_an_index_past_the_devices_seen_is_refused_with_how_many_there_are() -> None:
     support = jax_module.device_support(gpu_facts("jax"))
     assert "choose an index below 1" in str(unavailable(support, "gpu:1"))
@@ -101,10 +121,15 @@ def memory(name: str) -> dict[str, Any]:
     return ANSWERS["memory_stats"][name]["stats"]
 
 
-def test_jax_device_memory_from_its_memory_stats() -> None:
-    assert jax_module.device_memory(memory("jax")) == DeviceMemory(76800, None, 33014415360)
-    pooled = jax_module.device_memory(memory("jax_pool"))
-    assert (pooled.reserved_bytes, pooled.limit_bytes) == (24760811520, 33014415360)
+def test_jax_device_memory_from_its_memory_stats_recorded_on_an_h100() -> None:
+    # The pool is what the allocator took from the device: 75 % of it, preallocated.
+    read = jax_module.device_memory(memory("jax"))
+    assert read == DeviceMemory(436208128, 63763906560, 63763906560)
+
+
+def test_jax_without_pool_statistics_leaves_reserved_unknown() -> None:
+    read = jax_module.device_memory(memory("jax_without_pool"))
+    assert read == DeviceMemory(76800, None, 33014415360)
     assert jax_module.device_memory(None) == DeviceMemory()
 
 
@@ -114,10 +139,10 @@ def test_jaxs_minus_one_sentinel_is_not_a_count() -> None:
 
 
 def test_torch_device_memory_limit_is_the_total_times_the_fraction_set() -> None:
-    read = torch_module.device_memory(memory("torch"))
-    assert read == DeviceMemory(402653184, 469762048, 17069309952 // 2)
-    whole = torch_module.device_memory({**memory("torch"), "memory_fraction": None})
-    assert whole.limit_bytes == 17069309952
+    whole = torch_module.device_memory(memory("torch"))
+    assert whole == DeviceMemory(167775744, 169869312, 85017493504)
+    half = torch_module.device_memory({**memory("torch"), "memory_fraction": 0.5})
+    assert half.limit_bytes == 85017493504 // 2
 
 
 def test_tensorflow_device_memory_is_its_peak_alone() -> None:
@@ -147,7 +172,7 @@ def test_the_table_shows_device_memory_for_accelerator_cells_that_have_it() -> N
     (table,) = build_tables([timed_cell("torch:eager", "gpu", on_gpu)])
     assert DEVICE_COLUMN in table.columns
     text = dict(zip(table.columns, table.rows[0].texts(), strict=True))[DEVICE_COLUMN]
-    assert text == "384 MiB (448 MiB / 7.95 GiB)"
+    assert text == "160 MiB (162 MiB / 79.2 GiB)"
     assert any(note.startswith("Device peak:") for note in table.notes)
     assert "| Device peak |" in render_markdown([table])
 

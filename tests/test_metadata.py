@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+import stackwars
+import stackwars.frameworks as frameworks_module
 from stackwars.frameworks import FRAMEWORKS
 from stackwars.report.env import render_env
 from stackwars.results import metadata
@@ -154,3 +156,18 @@ def test_render_env_shows_every_section() -> None:
     for expected in (*expected_texts, "Haswell", "probe failed: the probe timed out"):
         assert expected in text
     assert info["machine"]["os"] in text
+
+
+def test_keras_alone_is_not_reported_as_tensorflow(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Seen on a GPU machine with Keras 3 and no TensorFlow: "tensorflow 3.15.0" in env.
+    installed = {"keras": "3.15.0"}
+    monkeypatch.setattr(frameworks_module, "distribution_version", installed.get)
+    assert frameworks_module.installed_version("tensorflow") is None
+    assert frameworks_module.installed_version("keras-tensorflow") == "3.15.0"
+
+
+def test_stackwars_version_is_the_code_running_also_without_a_distribution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(metadata, "_distribution_version", lambda name: None)
+    assert framework_versions()["stackwars"] == stackwars.__version__

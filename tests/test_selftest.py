@@ -234,3 +234,20 @@ def test_a_worker_past_its_timeout_is_killed_and_fails(
 def test_a_timeout_must_be_positive() -> None:
     with pytest.raises(UsageError, match="--timeout 0 must be a positive"):
         command.selftest(arguments("numpy", timeout=0.0), [])
+
+
+def test_without_a_terminal_each_stack_ends_with_a_progress_line_on_stderr(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # On a GPU machine the whole selftest took 7 minutes with a log that stayed silent.
+    results = {
+        "numpy:eager": StackResult("numpy:eager", "ok", "", [PASSED, NOT_APPLICABLE]),
+        "jax:jit": StackResult("jax:jit", "ok", "", [PASSED, CHAIN_FAILED]),
+    }
+    monkeypatch.setattr(api, "selftest_stack", canned(results))
+    command.selftest(arguments("numpy,jax:jit"), [])
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" (")[0] for line in lines] == [
+        "selftest 1/2 numpy:eager on cpu: ok",
+        "selftest 2/2 jax:jit on cpu: ok",
+    ]

@@ -10,12 +10,13 @@ device, are listed as unsupported and do not fail the command.
 from __future__ import annotations
 
 import argparse
+import time
 
 from stackwars import api
 from stackwars.config import parse_device
 from stackwars.errors import UsageError
 from stackwars.frameworks import all_stacks, parse_stacks
-from stackwars.report.console import report_console
+from stackwars.report.console import progress, report_console
 from stackwars.report.selftest import result_table
 
 EXIT_FAILED = 1
@@ -31,9 +32,15 @@ def selftest(args: argparse.Namespace, argv: list[str]) -> int:
         raise UsageError(f"--timeout {timeout_s:g} must be a positive number of seconds")
     console = report_console()
     results = []
-    for stack in stacks:
+    for number, stack in enumerate(stacks, 1):
         with console.status(f"selftest {stack} on {device}"):
+            started = time.perf_counter()
             results.append(api.selftest_stack(stack, device, timeout_s))
+        if not console.is_terminal:
+            # Without a terminal the status line is silent; a log still shows the progress.
+            took = time.perf_counter() - started
+            done = f"{stack} on {device}: {results[-1].status} ({took:.0f} s)"
+            progress(f"selftest {number}/{len(stacks)} {done}")
     console.print(result_table(results, device))
     failures = [line for result in results for line in result.failures()]
     for line in failures:

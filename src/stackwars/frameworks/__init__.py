@@ -229,7 +229,8 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             baseline_bytes=1000 * MIB,
             model_memory=ModelMemory(weights="own copy"),
             devices=("cpu", "gpu", "tpu"),
-            distributions=("tensorflow-cpu", "tensorflow", "keras"),
+            # Not keras: Keras 3 installs without TensorFlow, and its version is not TF's.
+            distributions=("tensorflow-cpu", "tensorflow"),
             environment_prefixes=("TF_", "KERAS_"),
             ir_capture={"xla": TF_XLA_IR, "graph": TF_GRAPH_IR},
             profilers=_BACKEND_PROFILERS["tensorflow"],

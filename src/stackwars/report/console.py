@@ -20,3 +20,8 @@ def warn(text: str) -> None:
 
     Plain text: a warning quotes what the user gave (paths, variables), never markup."""
     Console(stderr=True).print(Text(f"warning: {text}"), highlight=False, soft_wrap=True)
+
+
+def progress(text: str) -> None:
+    """A line of progress on stderr, for logs where no status line shows (no terminal)."""
+    Console(stderr=True).print(Text(text), highlight=False, soft_wrap=True)

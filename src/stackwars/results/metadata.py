@@ -19,6 +19,7 @@ from typing import Any
 
 import psutil
 
+import stackwars
 from stackwars.frameworks import FRAMEWORKS, installed_version
 
 CPU_FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "asimd", "sve")
@@ -281,7 +282,8 @@ def framework_versions() -> dict[str, str | None]:
     """Installed version of each framework and of the packages that shape its numbers."""
     versions = {name: installed_version(name) for name in FRAMEWORKS}
     versions.update({name: _distribution_version(name) for name in EXTRA_DISTRIBUTIONS})
-    versions["stackwars"] = _distribution_version("stackwars")
+    # The code running, also from a source tree on PYTHONPATH with no distribution installed.
+    versions["stackwars"] = stackwars.__version__
     return versions
 
 
