@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from stackwars.timing import compare as compare_module
 from stackwars.timing.compare import (
     EQUIVALENT,
     FASTER,
@@ -261,3 +262,33 @@ def test_variance_components_are_reported() -> None:
     assert components is not None
     assert 0.03 < components.between_workers < 0.25  # the simulated 10 %
     assert components.within_worker < 0.01  # 2 % blocks, 100 of them: about 0.25 %
+
+
+def with_a_wild_worker(workers: list[list[float]], factor: float) -> list[list[float]]:
+    """The last worker disturbed as one was here (a test run beside it: 40 ms, not 1.5 ms)."""
+    return [*workers[:-1], [x * factor for x in workers[-1]]]
+
+
+def test_one_wild_worker_does_not_hide_a_real_regression(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = process_workers(1e-3, seed=11, count=7, spread=0.03)
+    cand = with_a_wild_worker(process_workers(1.15e-3, seed=12, count=7, spread=0.03), 25.0)
+    result = compare(base, cand)
+    assert result.verdict in (SLOWER, SLOWER_UNSURE) and result.fails_gate(5)
+    assert result.ratio == pytest.approx(1.15, rel=0.05)
+    # Untrimmed, the wild worker's variance swamps the 15 %: what the gate did before.
+    monkeypatch.setattr(compare_module, "TRIM", 0.0)
+    assert not compare(base, cand).fails_gate(5)
+
+
+@pytest.mark.parametrize("count", [5, 7, 10])
+def test_trimmed_a_a_pairs_with_wild_workers_rarely_cry_wolf(count: int) -> None:
+    """Identical code, a worker in ten disturbed 2-30x on either side: the gate fails at most
+    alpha / 2 of 300 pairs (2.5 % expected, 5 % allowed)."""
+    rng = random.Random(count)
+
+    def side(seed: int) -> list[list[float]]:
+        workers = process_workers(1e-3, seed=seed, count=count, spread=0.06)
+        return [[x * rng.uniform(2, 30) for x in w] if rng.random() < 0.1 else w for w in workers]
+
+    alarms = sum(compare(side(2 * s), side(2 * s + 1)).fails_gate(5) for s in range(300))
+    assert alarms <= 15

@@ -14,7 +14,7 @@ MOST_WORKERS_ESTIMATED = 200  # past this, "undecided" says more workers are not
 PLANNING_POWER_Z = 0.8416  # the normal quantile of 80 %: "likely"
 
 
-def t_quantile(q: float, df: int) -> float:
+def t_quantile(q: float, df: float) -> float:
     from scipy.stats import t as student
 
     return float(student.ppf(q, df))
