@@ -246,7 +246,10 @@ def test_counts_need_every_worker_and_exact_values_have_no_spread() -> None:
     two = parse_relation("== 2", COUNT)
     assert judge_count([2, 2, 2], two).verdict == HOLDS
     assert judge_count([1, 1, 1], two).verdict == FAILS
-    assert judge_count([1, 2, 2], two).verdict == INCONCLUSIVE
+    split = judge_count([1, 2, 2], two)
+    assert split.verdict == INCONCLUSIVE and split.workers_needed is None
+    assert "2 of 3 in the claimed range" in split.reason
+    assert "more workers would not decide it" in split.reason
     lines = judge_exact(1603, parse_relation("in 1500..2000", COUNT))
     assert (lines.verdict, lines.low, lines.high) == (HOLDS, 1603, 1603)
     assert judge_exact(2373, parse_relation("in 1500..2000", COUNT)).verdict == FAILS
@@ -265,6 +268,22 @@ def test_a_crossover_is_located_between_two_told_apart_sizes() -> None:
     assert judge_crossover(never, below_256).verdict == FAILS
     blurred = [(64.0, workers(1.9, 2.1, 2.0), workers(1.8, 2.2, 2.0)), *points[1:]]
     assert judge_crossover(blurred, below_256).verdict == INCONCLUSIVE
+
+
+def test_an_undecided_crossover_says_how_many_workers_would_tell_the_stacks_apart() -> None:
+    below_256 = parse_relation("<= 256", CROSSOVER)
+    # At 64 the subject is 10 % slower with workers 8 % apart: not told apart at 3 a side.
+    near = (64.0, workers(1.1, 1.0, 1.2), workers(1.0, 1.08, 0.93))
+    apart = [(128.0, workers(3.0, 3.0, 3.0), workers(4.0, 4.0, 4.0))]
+    found = judge_crossover([near, *apart], below_256)
+    assert found.verdict == INCONCLUSIVE and found.workers_needed is not None
+    assert 3 < found.workers_needed < 200
+    assert f"about {found.workers_needed} workers a side" in found.reason
+    never = [(v, b, s) for v, s, b in [near, *apart]]
+    ends = judge_crossover(
+        [*never[:1], (128.0, workers(1.1, 1.0, 1.2), workers(1.0, 1.08, 0.93))], below_256
+    )
+    assert ends.verdict == INCONCLUSIVE and ends.workers_needed is not None
 
 
 def test_results_survive_their_dict_and_show_their_interval() -> None:

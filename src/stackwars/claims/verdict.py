@@ -2,15 +2,17 @@
 
 Pure logic on numbers (no cells, no workers): the service layer (``claimcheck.py``) hands in
 per-worker samples. A factor is the ratio of medians baseline / subject, with the interval of
-``timing/compare.py`` (Student's t over per-worker medians, the worker as the unit; with fewer
+``timing/compare.py`` (its t test over per-worker medians, the worker as the unit; with fewer
 than ``MIN_WORKERS`` workers a side, its within-process bootstrap, and no verdict). The verdict
 compares the whole interval with the range the relation claims:
 
 * ``holds``: the interval lies inside the claimed range;
 * ``fails``: the interval lies wholly outside it;
 * ``inconclusive``: the interval straddles a bound of the range (or too few workers); for a
-  factor, with the workers a side that would likely decide it (``Judgement.workers_needed``,
-  from the measured spread between workers: what ``claims --repeat auto`` adds workers for);
+  factor or a crossover, with the workers a side that would likely decide it
+  (``Judgement.workers_needed``, from the measured spread between workers: what ``claims
+  --repeat auto`` adds workers for); for a count, with why no number of workers would (its
+  interval is the range over workers, which more workers only widen);
 * ``not checkable here``: decided before measuring, by the service layer (hardware, stack or
   memory this machine lacks), with the reason.
 """
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackwars.claims.spec import Relation
-from stackwars.timing.compare import DEFAULT_ALPHA, MIN_WORKERS, Samples, compare
+from stackwars.timing.compare import DEFAULT_ALPHA, MIN_WORKERS, Comparison, Samples, compare
 from stackwars.timing.sample_size import MOST_WORKERS_ESTIMATED, workers_to_separate
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_CHECKABLE = "holds", "fails", "inconclusive", "not checkable here"
@@ -147,7 +149,21 @@ def judge_count(values: Sequence[float], relation: Relation) -> Judgement:
     if len(ordered) < MIN_WORKERS:
         return Judgement(INCONCLUSIVE, median, low, high, _too_few((len(ordered),)), workers)
     verdict, why = against(relation, low, high)
+    if verdict == INCONCLUSIVE:
+        why += (
+            f"; the workers disagree ({_inside(ordered, relation)} of {len(ordered)} in the "
+            "claimed range), and more workers would not decide it: a count holds or fails only "
+            "when every worker does"
+        )
     return Judgement(verdict, median, low, high, f"range over workers: {why}", workers)
+
+
+def _inside(values: Sequence[float], relation: Relation) -> int:
+    return sum(
+        (relation.low is None or value >= relation.low)
+        and (relation.high is None or value <= relation.high)
+        for value in values
+    )
 
 
 def judge_exact(value: float, relation: Relation) -> Judgement:
@@ -176,19 +192,14 @@ def judge_crossover(
     start = len(points)
     while start > 0 and factors[start - 1] > 1:
         start -= 1
-    if start == len(points):
-        verdict = FAILS if clear[-1] == -1 else INCONCLUSIVE
-        why = f"the subject is not faster at the largest value ({values[-1]:g})"
-        return Judgement(verdict, reason=why, workers=workers)
-    if start == 0:
-        verdict = FAILS if clear[0] == 1 else INCONCLUSIVE
-        why = f"the subject is faster already at the smallest value ({values[0]:g})"
-        return Judgement(verdict, reason=why, workers=workers)
+    if start in (0, len(points)):
+        return _no_crossing(start == 0, values, clear, results, workers)
     low, high = values[start - 1], values[start]
     at = _crossing(low, high, factors[start - 1], factors[start])
     if clear[start - 1] != -1 or clear[start] != 1:
         why = f"the two stacks cannot be told apart at {low:g} or {high:g} (intervals reach 1×)"
-        return Judgement(INCONCLUSIVE, at, low, high, why, workers)
+        needed = _workers_to_tell_apart(results[start - 1 : start + 1])
+        return Judgement(INCONCLUSIVE, at, low, high, why + _needed(needed), workers, needed)
     # The crossing lies strictly between the two values: one that is a bound is outside it.
     beyond = (relation.high is not None and low >= relation.high) or (
         relation.low is not None and high <= relation.low
@@ -198,6 +209,46 @@ def judge_crossover(
         return Judgement(FAILS, at, low, high, why, workers)
     verdict, why = against(relation, low, high)
     return Judgement(verdict, at, low, high, why, workers)
+
+
+def _no_crossing(
+    at_start: bool,
+    values: Sequence[float],
+    clear: Sequence[int],
+    results: Sequence[Comparison],
+    workers: tuple[int, int],
+) -> Judgement:
+    """The subject faster at every swept value, or at none: fails when the end value shows it,
+    else inconclusive with the workers that would tell the stacks apart there."""
+    end = 0 if at_start else -1
+    if at_start:
+        why = f"the subject is faster already at the smallest value ({values[0]:g})"
+    else:
+        why = f"the subject is not faster at the largest value ({values[-1]:g})"
+    if clear[end] == (1 if at_start else -1):
+        return Judgement(FAILS, reason=why, workers=workers)
+    needed = _workers_to_tell_apart([results[end]])
+    return Judgement(
+        INCONCLUSIVE, reason=why + _needed(needed), workers=workers, workers_needed=needed
+    )
+
+
+def _workers_to_tell_apart(results: Sequence[Comparison]) -> int | None:
+    """Workers a side that would likely separate each comparison's ratio from 1× (None when
+    some one would need more than ``MOST_WORKERS_ESTIMATED``)."""
+    needs = [
+        workers_to_separate(abs(math.log(r.ratio)), r.components.between_workers, DEFAULT_ALPHA)
+        if r.components is not None and r.ratio != 1
+        else None
+        for r in results
+    ]
+    return None if None in needs else max(n for n in needs if n is not None)
+
+
+def _needed(needed: int | None) -> str:
+    if needed is None:
+        return f"; the stacks are too close there for {MOST_WORKERS_ESTIMATED} workers a side"
+    return f"; about {needed} workers a side would likely decide it"
 
 
 def _crossing(low: float, high: float, factor_low: float, factor_high: float) -> float:
