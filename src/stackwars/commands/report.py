@@ -10,10 +10,10 @@ from stackwars import api
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stack
 from stackwars.report.console import report_console
-from stackwars.report.html import render_html
-from stackwars.report.html_data import ReportInputs, build_report
-from stackwars.report.html_markdown import render_markdown
-from stackwars.report.plots import draw_figures
+from stackwars.report.html.data import ReportInputs, build_report
+from stackwars.report.html.figures import draw_figures
+from stackwars.report.html.markdown import render_markdown
+from stackwars.report.html.page import render_html
 from stackwars.report.table import format_bytes
 from stackwars.results.jsonio import write_atomically
 from stackwars.results.run import Run

@@ -1,6 +1,6 @@
 """The per-workload part of the report's data: each group's stacks with their steady time
 and interval, speed-up against the baseline, first-run phases, memory and warm-up; and the
-sweeps across sizes with their crossovers. Pure, like ``html_data.py``."""
+sweeps across sizes with their crossovers. Pure, like ``data.py``."""
 
 from __future__ import annotations
 
