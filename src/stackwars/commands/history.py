@@ -8,14 +8,8 @@ from pathlib import Path
 
 from stackwars import api
 from stackwars.report.console import report_console
-from stackwars.report.history import (
-    history_file,
-    history_json,
-    history_markdown,
-    history_table,
-    series_by_params,
-    with_steps,
-)
+from stackwars.report.history import history_file, history_json, history_markdown, history_table
+from stackwars.results.history import series_by_params, with_steps
 from stackwars.results.jsonio import write_atomically
 
 

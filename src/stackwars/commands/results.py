@@ -13,7 +13,7 @@ from stackwars.report.behave import behave_report
 from stackwars.report.claims import claim_results, claims_markdown, claims_table
 from stackwars.report.comparison import comparison_report
 from stackwars.report.console import report_console, warn
-from stackwars.report.crossover import crossovers, find_sweeps, sweep_table
+from stackwars.report.crossover import sweep_table
 from stackwars.report.derived import derived_tables
 from stackwars.report.export import outcomes_csv, to_csv
 from stackwars.report.signals import signals_table
@@ -22,6 +22,7 @@ from stackwars.report.variants import find_variants, variants_table
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.behave import outcome_from_dict
 from stackwars.results.comparison import Gate, gate_failures
+from stackwars.results.crossover import crossovers, find_sweeps
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
 

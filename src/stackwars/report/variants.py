@@ -4,7 +4,7 @@ as one table per group with a column per value and each value's speed-up over th
 
 This answers "is vmap of good use?" per stack in one look: the loop's time, vmap's, the
 hand-written code's, and the ratios, each from the same run (numeric parameters are sweeps,
-``crossover.py``).
+``results/crossover.py``).
 """
 
 from __future__ import annotations

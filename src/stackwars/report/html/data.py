@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 
 from stackwars.claims.verdict import ClaimResult
 from stackwars.report.claims import claim_results
-from stackwars.report.crossover import find_sweeps
-from stackwars.report.history import Point, series_by_params, with_steps
 from stackwars.report.html.explain import Explained, explained_groups
 from stackwars.report.html.groups import Group, SweepView, build_groups, sweep_view
 from stackwars.report.html.ir import IrCell, ir_cells
@@ -30,6 +28,8 @@ from stackwars.report.html.provenance import (
 from stackwars.report.table import status_counts
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.comparison import ComparisonRow
+from stackwars.results.crossover import find_sweeps
+from stackwars.results.history import Point, series_by_params, with_steps
 from stackwars.results.peak import Peak
 from stackwars.results.run import Run, displayed_status
 from stackwars.results.schema import Cell

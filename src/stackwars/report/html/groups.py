@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stackwars.report.crossover import Sweep, crossovers
 from stackwars.report.table import Table, build_tables, stack_label
 from stackwars.results.compile import Estimate
+from stackwars.results.crossover import Sweep, crossovers
 from stackwars.results.peak import Peak
 from stackwars.results.schema import Cell
 
