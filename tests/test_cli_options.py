@@ -42,3 +42,8 @@ def surface() -> dict[str, Any]:
 
 def test_every_command_and_option_is_as_recorded() -> None:
     assert surface() == json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+
+
+def test_every_command_names_its_handler() -> None:
+    for name, parser in _subparsers(build_parser()).choices.items():
+        assert callable(parser.get_default("handler")), name
