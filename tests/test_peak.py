@@ -1,5 +1,5 @@
 """The machine's peak (results/peak.py, runner/peak.py, runner/peak_worker.py) and the
-roofline placement of cells (report/roofline.py), on hand-made peaks and cells with known
+roofline placement of cells (results/roofline.py), on hand-made peaks and cells with known
 answers."""
 
 from __future__ import annotations
