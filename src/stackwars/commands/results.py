@@ -19,13 +19,14 @@ from stackwars.report.derived import derived_tables
 from stackwars.report.export import outcomes_csv, to_csv
 from stackwars.report.signals import signals_table
 from stackwars.report.table import build_tables, render_markdown, render_rich
-from stackwars.report.variants import find_variants, variants_table
+from stackwars.report.variants import variants_table
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.behave import outcome_from_dict
 from stackwars.results.comparison import Gate, gate_failures
 from stackwars.results.crossover import crossovers, find_sweeps
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
+from stackwars.results.variants import find_variants
 
 EXIT_REGRESSION = 1
 
