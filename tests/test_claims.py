@@ -41,9 +41,9 @@ from stackwars.cli import main
 from stackwars.errors import ClaimError, UsageError
 from stackwars.frameworks import FRAMEWORKS
 from stackwars.report.claims import claims_markdown, format_measured
-from stackwars.report.html import render_html
-from stackwars.report.html_data import ReportInputs, build_report
-from stackwars.report.html_markdown import render_markdown
+from stackwars.report.html.data import ReportInputs, build_report
+from stackwars.report.html.markdown import render_markdown
+from stackwars.report.html.page import render_html
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Steady, Times
 from stackwars.results.store import STORE_VERSION, Store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stackwars.report.crossover import crossovers, find_sweeps
+from stackwars.results.crossover import crossovers, find_sweeps
 from stackwars.results.schema import Cell, Steady
 
 

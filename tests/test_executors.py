@@ -17,10 +17,10 @@ from stackwars.cli import main
 from stackwars.config import RunOptions
 from stackwars.errors import UsageError
 from stackwars.report.comparison import comparison_notes
-from stackwars.report.history import series_by_params
 from stackwars.report.table import build_tables
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.comparison import Gate, compare_runs, gate_failures
+from stackwars.results.history import series_by_params
 from stackwars.results.run import Run, now
 from stackwars.results.schema import Cell, Steady
 from stackwars.runner import executors, session

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from stackwars.cli import main
-from stackwars.report.html import render_html
-from stackwars.report.html_data import SECTIONS, Report, ReportInputs, build_report
-from stackwars.report.html_markdown import render_markdown
-from stackwars.report.plots import WARMUP_EARLY, WARMUP_POINTS, draw_figures, thinned
+from stackwars.report.html.data import SECTIONS, Report, ReportInputs, build_report
+from stackwars.report.html.figures import WARMUP_EARLY, WARMUP_POINTS, draw_figures, thinned
+from stackwars.report.html.markdown import render_markdown
+from stackwars.report.html.page import render_html
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Cpu, Memory, Steady, Times
 

@@ -1,5 +1,5 @@
 """The machine's peak (results/peak.py, runner/peak.py, runner/peak_worker.py) and the
-roofline placement of cells (report/roofline.py), on hand-made peaks and cells with known
+roofline placement of cells (results/roofline.py), on hand-made peaks and cells with known
 answers."""
 
 from __future__ import annotations
@@ -15,14 +15,7 @@ import psutil
 import pytest
 
 from stackwars.report.peak import peak_rows
-from stackwars.report.roofline import (
-    arithmetic_intensity,
-    bound_kind,
-    cell_dtype,
-    format_roofline,
-    roofline_bound,
-    roofline_fraction,
-)
+from stackwars.report.roofline import format_roofline
 from stackwars.report.table import NO_PEAK_NOTE, build_tables
 from stackwars.results.peak import (
     PEAK_VERSION,
@@ -33,6 +26,13 @@ from stackwars.results.peak import (
     peak_matches_machine,
     save_peak,
     stale_reason,
+)
+from stackwars.results.roofline import (
+    arithmetic_intensity,
+    bound_kind,
+    cell_dtype,
+    roofline_bound,
+    roofline_fraction,
 )
 from stackwars.results.schema import Cell, Parity, Steady, WorkCounts
 from stackwars.runner.peak import best_of, measure_peak

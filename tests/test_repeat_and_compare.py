@@ -186,7 +186,7 @@ def test_repeat_end_to_end_stores_each_worker(tmp_path: Path) -> None:
 def test_history_flags_a_step_and_not_the_noise(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from stackwars.report.history import with_steps
+    from stackwars.results.history import with_steps
 
     levels = [1e-3, 1.002e-3, 0.999e-3, 1.5e-3, 1.501e-3]
     rows = [

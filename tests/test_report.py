@@ -323,7 +323,8 @@ def test_show_details_lists_the_signals_the_tables_leave_out() -> None:
 
 
 def test_a_text_parameter_that_varies_is_shown_as_variants_with_speed_ups() -> None:
-    from stackwars.report.variants import find_variants, variant_rows
+    from stackwars.report.variants import variant_rows
+    from stackwars.results.variants import find_variants
 
     def styled(stack: str, style: str, median: float) -> Cell:
         return make_cell(stack, median=median, params={"batch": 8, "style": style})

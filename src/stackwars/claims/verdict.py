@@ -177,7 +177,7 @@ def judge_crossover(
 ) -> Judgement:
     """``points``: (swept value, subject samples, baseline samples), in increasing value. The
     value judged is where the subject overtakes the baseline for good (interpolated in log-log
-    between the two values around it, as ``report/crossover.py`` does), its interval those two
+    between the two values around it, as ``results/crossover.py`` does), its interval those two
     values; the stacks must be told apart at both."""
     if len(points) < 2:
         return Judgement(INCONCLUSIVE, reason="a crossover needs two or more swept values")

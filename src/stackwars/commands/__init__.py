@@ -1,4 +1,7 @@
-"""What each command does, given parsed arguments; each returns the exit status."""
+"""The commands of ``stackwars``. Each module here owns its commands: ``add_<command>`` defines
+the command's arguments and help and names its handler (``set_defaults(handler=...)``), which
+takes the parsed arguments and returns the exit status. Options several commands share are
+``options.py``'s. A new command is its module, its line in ``COMMANDS`` and its test."""
 
 from __future__ import annotations
 
@@ -19,30 +22,28 @@ from stackwars.commands import (
     run,
     selftest,
 )
+from stackwars.commands.options import Subparsers
 
 Handler = Callable[[argparse.Namespace, list[str]], int]
 
-HANDLERS: dict[str, Handler] = {
-    "run": run.run,
-    "rerun": run.rerun,
-    "list": listing.list_things,
-    "env": listing.env,
-    "runs": results.runs,
-    "show": results.show,
-    "export": results.export,
-    "import": results.import_run,
-    "compare": compare.compare,
-    "history": history.history,
-    "ir": ir.ir,
-    "profile": profile.profile,
-    "selftest": selftest.selftest,
-    "behave": behave.behave_command,
-    "claims": claims.claims,
-    "claim": claims.claim,
-    "report": report.report,
-    "ab": ab.ab_command,
-}
-
-
-def dispatch(command: str, args: argparse.Namespace, argv: list[str]) -> int:
-    return HANDLERS[command](args, argv)
+# In the order ``stackwars --help`` lists them.
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
+    run.add_run,
+    listing.add_list,
+    listing.add_env,
+    run.add_rerun,
+    behave.add_behave,
+    claims.add_claims,
+    claims.add_claim,
+    results.add_runs,
+    results.add_show,
+    results.add_export,
+    results.add_import,
+    compare.add_compare,
+    history.add_history,
+    report.add_report,
+    ir.add_ir,
+    ab.add_ab,
+    profile.add_profile,
+    selftest.add_selftest,
+)

@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 
 from stackwars import ab
+from stackwars.commands.options import Subparsers, add_gate_options, add_threshold
 from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
 from stackwars.instruments import Interpreter
@@ -18,6 +19,75 @@ from stackwars.results.comparison import Gate, gate_failures
 from stackwars.results.jsonio import write_atomically
 
 EXIT_GATE = 1
+
+
+def add_ab(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "ab",
+        help="baseline and candidate alternately in one session, until every cell is decided "
+        "(the regression gate)",
+        description=(
+            "Run the same cells as baseline and candidate in alternating rounds (one fresh "
+            "worker per cell and side a round, ABBA order), and compare after each round from "
+            "--min-rounds on, until every cell is decided, --max-rounds, or --time-budget. "
+            "The sides differ by their Python (--baseline-python: another venv with other "
+            "framework versions and this stackwars), environment variables (--candidate-env) "
+            "or stackwars run options (--candidate-options). Every round's run file is kept "
+            "in --out. Exit 1 when the gate fails (--fail-above, --fail-memory-above)."
+        ),
+        epilog=(
+            "example: stackwars ab --candidate-env XLA_FLAGS=--xla_cpu_use_thunk_runtime=false "
+            "--fail-above 5 -- --workload gemm --param n=512 --stacks jax:jit"
+        ),
+    )
+    for side in ("baseline", "candidate"):
+        _add_side(parser, side)
+    parser.add_argument(
+        "--min-rounds", type=int, default=3, help="rounds before the first look (3)"
+    )
+    parser.add_argument("--max-rounds", type=int, default=10, help="rounds at most (10)")
+    parser.add_argument(
+        "--time-budget", type=float, default=900.0, metavar="S", help="seconds at most (900)"
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", help="folder for the rounds (default ./stackwars-ab/TIME)"
+    )
+    parser.add_argument("--markdown", metavar="PATH", help="also write the comparison as Markdown")
+    parser.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    add_threshold(parser)
+    parser.add_argument(
+        "--fail-above",
+        type=float,
+        metavar="PCT",
+        help="exit 1 when a cell is significantly slower and its change above PCT percent",
+    )
+    add_gate_options(parser)
+    parser.add_argument(
+        "run_options",
+        nargs=argparse.REMAINDER,
+        metavar="-- RUN_OPTIONS",
+        help="after --: the stackwars run options both sides share (cells, budgets)",
+    )
+    parser.set_defaults(handler=ab_command)
+
+
+def _add_side(parser: argparse.ArgumentParser, side: str) -> None:
+    parser.add_argument(
+        f"--{side}-python", metavar="PYTHON", default="", help=f"the {side}'s Python"
+    )
+    parser.add_argument(
+        f"--{side}-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"an environment variable of the {side}'s rounds (repeat for more)",
+    )
+    parser.add_argument(
+        f"--{side}-options",
+        default="",
+        metavar="TEXT",
+        help=f"stackwars run options of the {side} only, as one quoted string",
+    )
 
 
 def ab_command(args: argparse.Namespace, argv: list[str]) -> int:

@@ -10,9 +10,43 @@ from rich.text import Text
 
 from stackwars import api, probes
 from stackwars.behave import PROBE_TIMEOUT_S, behave_run, default_jobs
+from stackwars.commands.options import Subparsers, add_db, add_workload_files
 from stackwars.report.behave import behave_report
 from stackwars.report.console import report_console
 from stackwars.results.behave import Outcome, outcome_from_dict
+
+
+def add_behave(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "behave",
+        help="how each stack behaves when ordinary Python meets its compiler (probes)",
+        description=(
+            "Run small probe programs (seed 000's JIT pitfalls and their fixes, Python side "
+            "effects, a new shape) on every stack, each in a fresh worker, and classify what "
+            "happened: works, error, fallback, silently different, retraced N, same or new "
+            "numbers (random draws), unsupported. The outcomes are stored as a run: "
+            "'stackwars runs' lists it, 'show' and 'export' read it."
+        ),
+        epilog="example: stackwars behave --probes boolean-mask,value-if --stacks jax",
+    )
+    parser.add_argument("--probes", metavar="A,B", help="comma list (default: every probe)")
+    parser.add_argument("--stacks", help="comma list of framework:mode (default: every stack)")
+    parser.add_argument("--list", action="store_true", help="list the probes and stop")
+    parser.add_argument("--details", action="store_true", help="one line per cell: what happened")
+    parser.add_argument("--json", metavar="PATH", help="also write the run (its outcomes) as JSON")
+    parser.add_argument("--label", help="a name for this run in 'stackwars runs'")
+    add_db(parser)
+    parser.add_argument("--timeout", type=float, metavar="S", help="per probe and stack (300)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="workers at a time (default: 2, or 1 on a one-core machine); --jobs 1 leaves "
+        "each probe's per-call times (the cost of a retrace) undisturbed by another worker",
+    )
+    parser.add_argument("--quiet", action="store_true", help="only the matrix")
+    add_workload_files(parser)
+    parser.set_defaults(handler=behave_command)
 
 
 def behave_command(args: argparse.Namespace, argv: list[str]) -> int:

@@ -9,12 +9,44 @@ import os
 from pathlib import Path
 
 from stackwars import api
+from stackwars.commands.options import Subparsers, add_db, add_gate_options, add_verdict_options
 from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
 from stackwars.report.console import report_console, warn
 from stackwars.results.comparison import Gate, gate_failures
 from stackwars.results.jsonio import write_atomically
 
 EXIT_REGRESSION = 1
+
+
+def add_compare(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="the same cells in two runs: ratio, interval, test, verdict"
+    )
+    parser.add_argument(
+        "run_a",
+        metavar="RUN_A",
+        help="the baseline: a run id, 'latest', or an exported .json; several joined by commas "
+        "are pooled (same machine only)",
+    )
+    parser.add_argument("run_b", metavar="RUN_B", help="the candidate, the same way")
+    add_db(parser)
+    parser.add_argument("--markdown", metavar="PATH", help="also write the report as Markdown")
+    parser.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    parser.add_argument(
+        "--github-summary",
+        action="store_true",
+        help="append the Markdown report to $GITHUB_STEP_SUMMARY (GitHub Actions)",
+    )
+    add_verdict_options(parser)
+    add_gate_options(parser)
+    parser.add_argument(
+        "--run-drift",
+        type=float,
+        metavar="PCT",
+        help="run-to-run standard deviation added when the sides are separate runs (default: "
+        "the value measured here, docs/results.md); 0 trusts the runs' own workers",
+    )
+    parser.set_defaults(handler=compare)
 
 
 def compare(args: argparse.Namespace, argv: list[str]) -> int:

@@ -7,16 +7,31 @@ import json
 from pathlib import Path
 
 from stackwars import api
+from stackwars.commands.options import Subparsers, add_db, add_threshold
 from stackwars.report.console import report_console
-from stackwars.report.history import (
-    history_file,
-    history_json,
-    history_markdown,
-    history_table,
-    series_by_params,
-    with_steps,
-)
+from stackwars.report.history import history_file, history_json, history_markdown, history_table
+from stackwars.results.history import series_by_params, with_steps
 from stackwars.results.jsonio import write_atomically
+
+
+def add_history(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "history", help="stored results of one workload on one stack over time, with steps"
+    )
+    parser.add_argument("--workload", required=True)
+    parser.add_argument("--stack", required=True, help="framework:mode")
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE", help="only these parameters"
+    )
+    add_db(parser)
+    parser.add_argument("--label", metavar="TEXT", help="only runs with this label")
+    parser.add_argument(
+        "--machine", metavar="FINGERPRINT", help="only runs of this machine (see 'runs')"
+    )
+    parser.add_argument("--markdown", metavar="PATH", help="also write the tables as Markdown")
+    parser.add_argument("--json", metavar="PATH", help="also write the series as JSON")
+    add_threshold(parser)
+    parser.set_defaults(handler=history)
 
 
 def history(args: argparse.Namespace, argv: list[str]) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 from rich.table import Table
 
 from stackwars import api
+from stackwars.commands.options import Subparsers, add_workload_files
 from stackwars.config import RunOptions, default_memory_budget
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stack
@@ -20,6 +21,31 @@ from stackwars.ir.normalise import normalise
 from stackwars.report.console import report_console
 
 HISTOGRAM_ROWS = 25
+
+
+def add_ir(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "ir",
+        help="capture, analyse and diff each stack's compiler IR for one workload",
+        description=(
+            "Capture every IR stage each stack gives (jax:jit: jaxpr, StableHLO, HLO, "
+            "optimized HLO, cost and memory analysis; torch:xla: exported graph, StableHLO, "
+            "optimized HLO; torch:compile: FX graphs, Inductor code, graph breaks; "
+            "tensorflow:xla: StableHLO, HLO, optimized HLO; tensorflow:graph: its ops), "
+            "normalise and analyse it, and with --diff compare two stacks."
+        ),
+        epilog="example: stackwars ir --workload ffn --stacks jax:jit,torch:xla "
+        "--diff jax:jit torch:xla",
+    )
+    parser.add_argument("--workload", required=True)
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--stacks", help="comma list of framework:mode")
+    parser.add_argument("--stage", help="only this stage (and the stage --diff compares)")
+    parser.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare two stacks' IR")
+    parser.add_argument("--out", metavar="DIR", help="where captures go (./stackwars-ir/...)")
+    parser.add_argument("--timeout", type=float, metavar="S", help="per stack, seconds (600)")
+    add_workload_files(parser)
+    parser.set_defaults(handler=ir)
 
 
 def slug(text: str) -> str:

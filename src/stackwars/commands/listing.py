@@ -7,6 +7,7 @@ import argparse
 from rich.table import Table
 
 from stackwars import api, workloads
+from stackwars.commands.options import Subparsers, add_workload_files
 from stackwars.config import parse_device
 from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, stack_missing_reason
 from stackwars.report.console import report_console, warn
@@ -15,6 +16,30 @@ from stackwars.report.peak import peak_rows
 from stackwars.results import metadata
 from stackwars.runner import plan
 from stackwars.suites import SUITES
+
+
+def add_list(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser("list", help="list workloads, stacks or suites")
+    parser.add_argument("what", choices=("workloads", "stacks", "suites"))
+    add_workload_files(parser)
+    parser.set_defaults(handler=list_things)
+
+
+def add_env(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser("env", help="this machine and the installed framework versions")
+    parser.add_argument(
+        "--peak",
+        action="store_true",
+        help="measure this machine's GEMM FLOP/s and memory bandwidth once and store them; "
+        "tables then place every cell on the roofline",
+    )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="the device --peak measures, each library's GEMM and copy kernels run on it "
+        "(cpu, gpu, gpu:1, tpu; default cpu); each device's peak is stored apart",
+    )
+    parser.set_defaults(handler=env)
 
 
 def list_things(args: argparse.Namespace, argv: list[str]) -> int:

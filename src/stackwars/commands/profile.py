@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from stackwars import api
+from stackwars.commands.options import Subparsers, add_workload_files
 from stackwars.config import RunOptions, default_memory_budget, parse_size
 from stackwars.errors import UsageError
 from stackwars.profiling.result import PROFILE_FORMAT, Profile
@@ -17,6 +18,43 @@ from stackwars.results.jsonio import dump, write_atomically
 from stackwars.timing.timer import TimingConfig
 
 DEFAULT_BUDGET_S = 1.0
+
+
+def add_profile(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "profile",
+        help="where the time goes: per-operation profiles of one cell across stacks",
+        description=(
+            "Measure one cell on each stack in a fresh worker (the timing protocol gives its "
+            "unprofiled steady time), then profile --calls more steady calls with the "
+            "framework's own profiler (torch.profiler, jax.profiler, tf.profiler): time per "
+            "operation and per category (matmul/conv, elementwise/fused, reduction, data "
+            "movement, overhead/idle), operations and fused kernels per call, threads, the "
+            "profiler's overhead, XLA's operations named from the optimized HLO. The raw "
+            "traces (Perfetto, TensorBoard) are kept under --out. NumPy has no profiler and is "
+            "reported unsupported, with what a Python-level profiler could not see."
+        ),
+        epilog="example: stackwars profile --workload selu --param n=2000 "
+        "--stacks jax:jit,torch:eager,torch:compile,tensorflow:xla",
+    )
+    parser.add_argument("--workload", required=True)
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--stacks", required=True, help="comma list of framework:mode")
+    parser.add_argument(
+        "--calls", type=int, default=20, metavar="N", help="steady calls profiled (20)"
+    )
+    parser.add_argument(
+        "--budget", type=float, metavar="S", help="steady budget of the unprofiled timing (1)"
+    )
+    parser.add_argument("--top", type=int, default=10, metavar="N", help="operations shown (10)")
+    parser.add_argument(
+        "--out", metavar="DIR", help="where traces go (./stackwars-profile/WORKLOAD-PARAMS)"
+    )
+    parser.add_argument("--json", metavar="PATH", help="also write the profiles as JSON")
+    parser.add_argument("--timeout", type=float, metavar="S", help="per stack, seconds (600)")
+    parser.add_argument("--memory-budget", metavar="SIZE", help="per worker, e.g. 8GiB")
+    add_workload_files(parser)
+    parser.set_defaults(handler=profile)
 
 
 def slug(text: str) -> str:

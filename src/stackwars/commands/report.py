@@ -7,16 +7,46 @@ import argparse
 from pathlib import Path
 
 from stackwars import api
+from stackwars.commands.options import Subparsers, add_db, add_threshold
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stack
 from stackwars.report.console import report_console
-from stackwars.report.html import render_html
-from stackwars.report.html_data import ReportInputs, build_report
-from stackwars.report.html_markdown import render_markdown
-from stackwars.report.plots import draw_figures
+from stackwars.report.html.data import ReportInputs, build_report
+from stackwars.report.html.figures import draw_figures
+from stackwars.report.html.markdown import render_markdown
+from stackwars.report.html.page import render_html
 from stackwars.report.table import format_bytes
 from stackwars.results.jsonio import write_atomically
 from stackwars.results.run import Run
+
+
+def add_report(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="one self-contained HTML file (or Markdown) with plots of stored runs",
+        description=(
+            "Write one HTML file that opens offline (styles and plots inside): per workload "
+            "steady time with its interval, speed-up, first-run phases and memory; sweeps "
+            "and crossovers; warm-up series; CPU, page faults and dispatch; comparisons "
+            "between the runs given; IR; the fairness manifest, every warning and every cell "
+            "that did not end ok. --format md writes Markdown with the plots as SVG files."
+        ),
+        epilog="example: stackwars report latest --baseline numpy:eager --out report.html",
+    )
+    parser.add_argument(
+        "runs", nargs="*", metavar="RUN", help="run ids, 'latest' or exported .json (latest)"
+    )
+    parser.add_argument("--baseline", metavar="STACK", help="speed-ups against this stack")
+    parser.add_argument("--out", metavar="PATH", help="report.html, or report.md with --format md")
+    parser.add_argument("--format", choices=("html", "md"), help="default: from --out, else html")
+    add_db(parser)
+    add_threshold(parser)
+    parser.add_argument(
+        "--within-process",
+        action="store_true",
+        help="judge cells of one worker per side by the blocks of one process",
+    )
+    parser.set_defaults(handler=report)
 
 
 def report(args: argparse.Namespace, argv: list[str]) -> int:

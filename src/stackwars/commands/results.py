@@ -9,23 +9,72 @@ from pathlib import Path
 from rich.table import Table
 
 from stackwars import api
+from stackwars.commands.options import Subparsers, add_db, add_verdict_options
 from stackwars.report.behave import behave_report
 from stackwars.report.claims import claim_results, claims_markdown, claims_table
 from stackwars.report.comparison import comparison_report
 from stackwars.report.console import report_console, warn
-from stackwars.report.crossover import crossovers, find_sweeps, sweep_table
+from stackwars.report.crossover import sweep_table
 from stackwars.report.derived import derived_tables
 from stackwars.report.export import outcomes_csv, to_csv
 from stackwars.report.signals import signals_table
 from stackwars.report.table import build_tables, render_markdown, render_rich
-from stackwars.report.variants import find_variants, variants_table
+from stackwars.report.variants import variants_table
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.behave import outcome_from_dict
 from stackwars.results.comparison import Gate, gate_failures
+from stackwars.results.crossover import crossovers, find_sweeps
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
+from stackwars.results.variants import find_variants
 
 EXIT_REGRESSION = 1
+
+
+def add_runs(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser("runs", help="list the stored runs")
+    add_db(parser)
+    parser.add_argument("--label", metavar="TEXT", help="only runs with this label")
+    parser.add_argument(
+        "--machine", metavar="FINGERPRINT", help="only runs of this machine (the machine column)"
+    )
+    parser.set_defaults(handler=runs)
+
+
+def add_show(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "show", help="the tables of a stored run, with sweeps and crossovers"
+    )
+    parser.add_argument("run", nargs="?", default="latest", help="a run id or 'latest' (default)")
+    add_db(parser)
+    parser.add_argument("--markdown", metavar="PATH", help="also write the tables as markdown")
+    parser.add_argument("--baseline", metavar="STACK", help="compare every stack with this one")
+    parser.add_argument(
+        "--details",
+        action="store_true",
+        help="also the signals the tables leave out: start-up times, first-run phases, "
+        "dispatch, CPU and page faults per call, compiles, memory, threads and BLAS",
+    )
+    add_verdict_options(parser)
+    parser.set_defaults(handler=show)
+
+
+def add_export(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser("export", help="a stored run as JSON or CSV")
+    parser.add_argument("run", help="a run id or 'latest'")
+    parser.add_argument("--format", choices=("json", "csv"), default="json")
+    parser.add_argument("--out", metavar="PATH", help="write here instead of standard output")
+    add_db(parser)
+    parser.set_defaults(handler=export)
+
+
+def add_import(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "import", help="add a run exported as JSON (e.g. a CI baseline) to the store"
+    )
+    parser.add_argument("file", metavar="RUN.json", help="from export --format json or --json")
+    add_db(parser)
+    parser.set_defaults(handler=import_run)
 
 
 def runs(args: argparse.Namespace, argv: list[str]) -> int:

@@ -13,6 +13,7 @@ import argparse
 import time
 
 from stackwars import api
+from stackwars.commands.options import Subparsers
 from stackwars.config import parse_device
 from stackwars.errors import UsageError
 from stackwars.frameworks import all_stacks, parse_stacks
@@ -20,6 +21,24 @@ from stackwars.report.console import progress, report_console
 from stackwars.report.selftest import result_table
 
 EXIT_FAILED = 1
+
+
+def add_selftest(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "selftest",
+        help="prove that each stack's timed block includes the completion of its work",
+        description=(
+            "For each stack, in a fresh worker: one synchronised GEMM must take at least the "
+            "time the device's peak allows (a sync that does not wait fails); k dependent "
+            "calls with one sync must take about as long as k synchronised calls; and on "
+            "asynchronous stacks the dispatch-only time must be well below the synchronised "
+            "time. Exit 1 when a check fails."
+        ),
+    )
+    parser.add_argument("--stacks", help="comma list of framework:mode (default: every stack)")
+    parser.add_argument("--device", default="cpu", help="cpu, gpu, gpu:1 or tpu (default cpu)")
+    parser.add_argument("--timeout", type=float, metavar="S", help="per stack, seconds (300)")
+    parser.set_defaults(handler=selftest)
 
 
 def selftest(args: argparse.Namespace, argv: list[str]) -> int:

@@ -93,8 +93,8 @@ def claims_table(results: Sequence[ClaimResult], title: str = "Claims") -> RichT
 
 def claims_markdown(results: Sequence[ClaimResult], title: str = "Claims") -> str:
     """The same rows as a Markdown table, each string escaped as the Markdown report does."""
-    # Imported here: html_markdown's layout imports this module.
-    from stackwars.report.html_markdown import escape
+    # Imported here: html/layout.py imports this module.
+    from stackwars.report.html.markdown import escape
 
     lines = [f"### {escape(title)}", "", "| " + " | ".join(COLUMNS) + " |"]
     lines.append("|" + " --- |" * len(COLUMNS))

@@ -1,15 +1,14 @@
 """The report's figures across cells: a sweep with its crossovers, the explain signals of a
-group, and the forest plot of a comparison between runs (see ``plots.py``)."""
+group, and the forest plot of a comparison between runs (see ``figures.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from stackwars.report.html_data import ComparisonView
-from stackwars.report.html_explain import Explained
-from stackwars.report.html_groups import SweepView
-from stackwars.report.html_plotkit import (
+from stackwars.report.html.data import ComparisonView
+from stackwars.report.html.explain import Explained
+from stackwars.report.html.figure_kit import (
     PALETTE,
     WIDTH,
     Colours,
@@ -19,6 +18,7 @@ from stackwars.report.html_plotkit import (
     panels,
     time_unit,
 )
+from stackwars.report.html.groups import SweepView
 from stackwars.report.table import shorten
 from stackwars.timing.compare import FASTER, FASTER_UNSURE, SLOWER, SLOWER_UNSURE
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
-from stackwars.report.html_data import Report
-from stackwars.report.html_layout import (
+from stackwars.report.html.data import Report
+from stackwars.report.html.layout import (
     Block,
     Bullets,
     FigureRef,

@@ -1,4 +1,4 @@
-"""The report's figures, drawn with matplotlib as SVG text, from ``html_data``'s values.
+"""The report's figures, drawn with matplotlib as SVG text, from ``data.py``'s values.
 
 matplotlib is imported here only, on first use: no other command pays for it. Figures are
 made with ``matplotlib.figure.Figure`` directly, never through pyplot, so no GUI backend is
@@ -17,9 +17,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from stackwars.errors import UsageError
-from stackwars.report.html_data import Report
-from stackwars.report.html_groups import Group, StackCell
-from stackwars.report.html_plotkit import (
+from stackwars.report.html.data import Report
+from stackwars.report.html.figure_kit import (
     PALETTE,
     Colours,
     legend_in,
@@ -27,7 +26,8 @@ from stackwars.report.html_plotkit import (
     panels,
     time_unit,
 )
-from stackwars.report.html_plots import comparison_figure, explain_figure, sweep_figure
+from stackwars.report.html.figures_across import comparison_figure, explain_figure, sweep_figure
+from stackwars.report.html.groups import Group, StackCell
 from stackwars.report.table import format_seconds
 
 if TYPE_CHECKING:

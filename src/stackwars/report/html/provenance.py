@@ -1,7 +1,7 @@
 """The report's data about how the numbers were made and what is missing: the compile table,
 the fairness manifest (per stack: precision, threads, BLAS and its kernel, preallocation,
 compile cache, environment, versions; the machine), every warning, and a row for every cell
-that did not end ok or was never measured. Pure, like ``html_data.py``."""
+that did not end ok or was never measured. Pure, like ``data.py``."""
 
 from __future__ import annotations
 

@@ -1,15 +1,15 @@
 """The per-workload part of the report's data: each group's stacks with their steady time
 and interval, speed-up against the baseline, first-run phases, memory and warm-up; and the
-sweeps across sizes with their crossovers. Pure, like ``html_data.py``."""
+sweeps across sizes with their crossovers. Pure, like ``data.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stackwars.report.crossover import Sweep, crossovers
 from stackwars.report.table import Table, build_tables, stack_label
 from stackwars.results.compile import Estimate
+from stackwars.results.crossover import Sweep, crossovers
 from stackwars.results.peak import Peak
 from stackwars.results.schema import Cell
 

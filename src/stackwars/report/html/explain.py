@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from stackwars.report.html_groups import Group, StackCell
+from stackwars.report.html.groups import Group, StackCell
 
 EXPLAIN_GROUPS = 8
 EXPLAIN_MIN_SPREAD = 1.25

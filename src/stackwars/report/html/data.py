@@ -1,6 +1,6 @@
 """The data of ``stackwars report``: everything the report shows, as plain values built from
-runs. Pure (no drawing, no files): ``plots.py`` draws it, ``html.py`` and
-``html_markdown.py`` lay it out, so the HTML and the Markdown report show the same data.
+runs. Pure (no drawing, no files): ``figures.py`` draws it, ``page.py`` and
+``markdown.py`` lay it out, so the HTML and the Markdown report show the same data.
 
 Every section is always present: one with nothing to show says why, so that nothing is
 silently missing.
@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 from stackwars.claims.verdict import ClaimResult
 from stackwars.report.claims import claim_results
-from stackwars.report.crossover import find_sweeps
-from stackwars.report.history import Point, series_by_params, with_steps
-from stackwars.report.html_details import (
+from stackwars.report.html.explain import Explained, explained_groups
+from stackwars.report.html.groups import Group, SweepView, build_groups, sweep_view
+from stackwars.report.html.ir import IrCell, ir_cells
+from stackwars.report.html.provenance import (
     CompileView,
     Failure,
     RunManifest,
@@ -24,12 +25,11 @@ from stackwars.report.html_details import (
     manifest,
     warnings_of,
 )
-from stackwars.report.html_explain import Explained, explained_groups
-from stackwars.report.html_groups import Group, SweepView, build_groups, sweep_view
-from stackwars.report.html_ir import IrCell, ir_cells
 from stackwars.report.table import status_counts
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.comparison import ComparisonRow
+from stackwars.results.crossover import find_sweeps
+from stackwars.results.history import Point, series_by_params, with_steps
 from stackwars.results.peak import Peak
 from stackwars.results.run import Run, displayed_status
 from stackwars.results.schema import Cell

@@ -1,6 +1,6 @@
 """The report's IR data, when the run captured IR (``run --capture-ir``): each captured
 stage's op histogram and categories per stack, and the structural differences that
-``stackwars ir --diff`` finds between two stacks' StableHLO. Pure, like ``html_data.py``."""
+``stackwars ir --diff`` finds between two stacks' StableHLO. Pure, like ``data.py``."""
 
 from __future__ import annotations
 

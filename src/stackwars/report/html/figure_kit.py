@@ -3,7 +3,7 @@ axes, and a row of panels sharing the stack axis, laid out by hand.
 
 Margins are set from the labels' lengths instead of by matplotlib's constrained layout: that
 layout draws each figure twice to measure it, which made a report of the quick suite take
-seconds longer. matplotlib itself is imported by ``plots.py``; here only for types, and the
+seconds longer. matplotlib itself is imported by ``figures.py``; here only for types, and the
 ticker on first use.
 """
 

@@ -1,6 +1,6 @@
 """The report as a sequence of sections made of plain blocks (headings, paragraphs, figures,
-tables of display strings, lists), built from ``html_data.Report``. Both renderers read
-these blocks: ``html.py`` writes them as HTML, ``html_markdown.py`` as Markdown, so the two
+tables of display strings, lists), built from ``data.Report``. Both renderers read
+these blocks: ``page.py`` writes them as HTML, ``markdown.py`` as Markdown, so the two
 formats say the same thing. Strings here are raw: each renderer escapes them its own way."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from stackwars.claims.verdict import FAILS
 from stackwars.report.claims import COLUMNS as CLAIM_COLUMNS
 from stackwars.report.claims import claim_rows, verdict_counts
 from stackwars.report.comparison import comparison_notes
-from stackwars.report.html_data import SECTIONS, ComparisonView, HistoryView, Report
-from stackwars.report.html_details import MANIFEST_COLUMNS, RunManifest
-from stackwars.report.html_explain import EXPLAIN_MIN_SPREAD, Explained
-from stackwars.report.html_explain import NOTE as EXPLAIN_NOTE
-from stackwars.report.html_groups import Group, SweepView
-from stackwars.report.html_ir import DIFF_STAGE, IrCell
+from stackwars.report.html.data import SECTIONS, ComparisonView, HistoryView, Report
+from stackwars.report.html.explain import EXPLAIN_MIN_SPREAD, Explained
+from stackwars.report.html.explain import NOTE as EXPLAIN_NOTE
+from stackwars.report.html.groups import Group, SweepView
+from stackwars.report.html.ir import DIFF_STAGE, IrCell
+from stackwars.report.html.provenance import MANIFEST_COLUMNS, RunManifest
 from stackwars.report.table import format_seconds, format_steady
 from stackwars.results.comparison import ComparisonRow, Gate
 
