@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stackwars import __version__, cli_parsers, commands
-from stackwars.config import CACHE_MODES, EXECUTORS, MATMUL_PRECISIONS
+from stackwars.config import CACHE_MODES, EXECUTORS, INPUT_MODES, MATMUL_PRECISIONS
 from stackwars.errors import UsageError
 
 EXIT_BAD_INPUT = 2
@@ -219,6 +219,14 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
         "the memory budget (workloads with a batch parameter)",
     )
     limits.add_argument("--seed", type=int, default=0, help="input seed (0)")
+    limits.add_argument(
+        "--inputs",
+        choices=INPUT_MODES,
+        default="resident",
+        help="resident: inputs placed on the device once, before timing (the default); "
+        "per-call: every timed call places the host NumPy inputs itself, the transfer timed "
+        "with the work (seed 002's jax.jit(f)(jnp.array(x)); numpy has nothing to place)",
+    )
     limits.add_argument(
         "--repeat",
         default="1",

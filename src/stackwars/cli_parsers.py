@@ -7,6 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from stackwars.claims.files import FORMAT_HELP
+from stackwars.config import INPUT_MODES
 from stackwars.timing.compare import MIN_WORKERS
 
 if TYPE_CHECKING:  # argparse's action class is not subscriptable at run time
@@ -181,6 +182,12 @@ def add_profile(subparsers: Subparsers) -> None:
     profile.add_argument("--timeout", type=float, metavar="S", help="per stack, seconds (600)")
     profile.add_argument("--memory-budget", metavar="SIZE", help="per worker, e.g. 8GiB")
     profile.add_argument("--workload-file", action="append", default=[], metavar="PATH")
+    profile.add_argument(
+        "--inputs",
+        choices=INPUT_MODES,
+        default="resident",
+        help="per-call: every call places the host inputs on the device (as run --inputs)",
+    )
 
 
 def add_results_commands(subparsers: Subparsers) -> None:

@@ -69,4 +69,5 @@ def options_of(args: argparse.Namespace, files: tuple[str, ...]) -> RunOptions:
         else default_memory_budget(),
         timing=TimingConfig(steady_budget_s=budget, warmup_budget_s=max(budget, 2.0)),
         workload_files=files,
+        inputs=args.inputs,
     )

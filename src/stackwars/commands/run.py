@@ -46,6 +46,7 @@ def measure(args: argparse.Namespace) -> api.Measure:
         memory_fraction=args.memory_fraction,
         allocator_conf=args.allocator_conf,
         matmul_precision=args.matmul_precision,
+        inputs=args.inputs,
         threads=args.threads,
         x64=args.x64,
         force=args.force,

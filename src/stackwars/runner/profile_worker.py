@@ -64,7 +64,7 @@ def _profile(
 ) -> Profile:
     progress("profiling", True)
     trace = profile_function(profile.stack)(
-        lambda: prepared.framework.sync(prepared.fn(*prepared.args)), calls, out_dir
+        lambda: prepared.framework.sync(prepared.call()), calls, out_dir
     )
     progress("optimized HLO", True)
     hlo = _optimized_hlo(profile.stack, prepared, out_dir, profile)
