@@ -50,6 +50,7 @@ from stackwars.instruments import (  # noqa: F401
     machine_warnings,
     measure_and_store_peak,
     profile_cells,
+    profile_run,
     profile_stack,
     run_selftest_worker,
     selftest_stack,

@@ -258,6 +258,15 @@ def _add_run_output(run: argparse.ArgumentParser) -> None:
         action="store_true",
         help="after the run, capture each compiled cell's IR and store it with the run",
     )
+    output.add_argument(
+        "--profile",
+        nargs="?",
+        const="*",
+        metavar="STACKS",
+        help="after the run, profile each ok cell (or those of STACKS, a comma list) in a "
+        "fresh worker, as 'stackwars profile' does; the profiles are stored with the run, "
+        "the raw traces beside the store (stackwars-profiles/RUN)",
+    )
     output.add_argument("--quiet", action="store_true", help="no progress, only the tables")
     output.add_argument(
         "--label", metavar="TEXT", help="a name for the run, shown by 'runs' (e.g. baseline)"

@@ -7,7 +7,11 @@ import time
 from pathlib import Path
 
 from stackwars import adaptive, api
+from stackwars.config import RunOptions
 from stackwars.errors import UsageError
+from stackwars.frameworks import parse_stacks
+from stackwars.profiling.result import Profile
+from stackwars.report import profile as render
 from stackwars.report.console import report_console, warn
 from stackwars.report.derived import derived_tables
 from stackwars.report.maxbatch import max_batch_table
@@ -15,6 +19,7 @@ from stackwars.report.progress import Progress
 from stackwars.report.table import build_tables, render_markdown, render_rich, status_counts
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.run import Run
+from stackwars.results.store import Store
 from stackwars.timing.compare import MIN_WORKERS
 
 EXIT_NOT_ALL_OK = 1
@@ -125,6 +130,8 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
     if getattr(args, "capture_ir", False):
         for line in api.capture_run_ir(record, planned.options, results):
             console.print(line)
+    if getattr(args, "profile", None):
+        profile_run(record, planned.options, results, args.profile, json_path)
     strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
     return EXIT_NOT_ALL_OK if strict_failure else 0
 
@@ -144,3 +151,35 @@ def _resumed(args: argparse.Namespace) -> api.PlannedRun:
             "--find-max-batch, --label)"
         )
     return api.plan_resume(api.open_store(args.db), args.resume)
+
+
+def profile_run(
+    record: Run, options: RunOptions, results: Store, stacks: str, json_path: Path | None
+) -> None:
+    """--profile: each ok cell (of ``stacks``; '*': every stack) profiled after the run, the
+    profiles printed side by side per cell and stored with the run (and its JSON)."""
+    chosen = () if stacks == "*" else {str(stack) for stack in parse_stacks(stacks)}
+    root = results.path.resolve().parent / "stackwars-profiles" / record.id
+    console = report_console()
+    with console.status("profiling") as status:
+
+        def progress(label: str, text: str) -> None:
+            status.update(f"profiling {label}: {text}")
+
+        profiles = api.profile_run(
+            record, options, results, root, stacks=chosen, on_progress=progress
+        )
+    if json_path:
+        record.write_json(json_path)
+    groups: dict[str, list[Profile]] = {}
+    for found in profiles:
+        params = ", ".join(f"{key}={value}" for key, value in found.params.items())
+        groups.setdefault(f"{found.workload}({params}) @ {found.device}", []).append(found)
+    for title, group in groups.items():
+        if any(found.status == "ok" for found in group):
+            console.print(render.side_by_side(group, f"{title}: profiled after the run"))
+    for line in render.not_profiled(profiles):
+        console.print(line)
+    for line in render.files(profiles):
+        console.print(line, highlight=False)
+    console.print(f"{len(profiles)} profile(s) stored with run {record.id}")

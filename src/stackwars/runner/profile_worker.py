@@ -36,7 +36,9 @@ TRACEBACK_LINES = 20
 
 def profile_cell(request: Request, out_dir: Path, calls: int) -> Profile:
     spec = request.cell
-    profile = Profile(stack=spec.stack, workload=spec.workload, params=dict(spec.params))
+    profile = Profile(
+        stack=spec.stack, workload=spec.workload, params=dict(spec.params), device=spec.device
+    )
     found = profiler(spec.stack)
     if found is None:
         profile.status, profile.reason = "unsupported", no_profiler_reason(spec.stack)
