@@ -295,6 +295,14 @@ def add_report(subparsers: Subparsers) -> None:
         action="store_true",
         help="judge cells of one worker per side by the blocks of one process",
     )
+    report.add_argument(
+        "--profiles",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="profiles 'stackwars profile --json' wrote, shown beside the runs' own "
+        "(run --profile) in 'Where the time goes'",
+    )
 
 
 def _add_verdict_options(parser: argparse.ArgumentParser) -> None:

@@ -4,11 +4,13 @@ beside it) showing everything the runs measured."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from stackwars import api
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stack
+from stackwars.profiling.result import Profile
 from stackwars.report.console import report_console
 from stackwars.report.html import render_html
 from stackwars.report.html_data import ReportInputs, build_report
@@ -80,7 +82,20 @@ def _inputs(args: argparse.Namespace, refs: list[str], runs: list[Run]) -> Repor
         captures=_captures(runs, args.db),
         run_warnings=run_warnings,
         threshold=api.threshold(args.threshold),
+        profile_files=[(path, _profile_file(Path(path))) for path in args.profiles],
     )
+
+
+def _profile_file(path: Path) -> list[Profile]:
+    """The profiles of a ``stackwars profile --json`` file, refused in one line if it is not
+    one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [Profile.from_dict(profile) for profile in data["profiles"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(
+            f"--profiles {path}: not a file 'stackwars profile --json' wrote ({exc})"
+        ) from None
 
 
 def _captures(runs: list[Run], db: str | None) -> dict[str, dict[str, dict[str, str]]]:

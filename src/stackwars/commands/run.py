@@ -10,7 +10,6 @@ from stackwars import adaptive, api
 from stackwars.config import RunOptions
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stacks
-from stackwars.profiling.result import Profile
 from stackwars.report import profile as render
 from stackwars.report.console import report_console, warn
 from stackwars.report.derived import derived_tables
@@ -171,11 +170,7 @@ def profile_run(
         )
     if json_path:
         record.write_json(json_path)
-    groups: dict[str, list[Profile]] = {}
-    for found in profiles:
-        params = ", ".join(f"{key}={value}" for key, value in found.params.items())
-        groups.setdefault(f"{found.workload}({params}) @ {found.device}", []).append(found)
-    for title, group in groups.items():
+    for title, group in render.by_cell(profiles).items():
         if any(found.status == "ok" for found in group):
             console.print(render.side_by_side(group, f"{title}: profiled after the run"))
     for line in render.not_profiled(profiles):
