@@ -95,3 +95,13 @@ def test_run_profile_names_the_stacks_to_profile(
     capsys.readouterr()
     (found,) = store.Store(db).load_run("latest").profiles
     assert found["stack"] == "torch:eager" and found["status"] == "ok"
+
+
+def test_a_stack_to_profile_that_does_not_exist_is_refused_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "db.sqlite"
+    argv = ["run", "--workload", "gemm", "--param", "n=16", "--stacks", "numpy", "--db", str(db)]
+    assert main([*argv, "--profile", "nosuch"]) == 2
+    assert "nosuch" in capsys.readouterr().err
+    assert not db.exists()  # nothing ran, nothing was stored

@@ -87,6 +87,7 @@ def rerun(args: argparse.Namespace, argv: list[str]) -> int:
 def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
     """Run the planned cells with progress, then print (and write) the tables."""
     console = report_console()
+    profiled = _profiled_stacks(getattr(args, "profile", None))  # bad names refused up front
     # Connected first: an executor that cannot start is one line, with nothing stored.
     executor = api.open_executor(args.executor, args.ray_address, planned.options)
     try:
@@ -129,8 +130,8 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
     if getattr(args, "capture_ir", False):
         for line in api.capture_run_ir(record, planned.options, results):
             console.print(line)
-    if getattr(args, "profile", None):
-        profile_run(record, planned.options, results, args.profile, json_path)
+    if profiled is not None:
+        profile_after_run(record, planned.options, results, profiled, json_path)
     strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
     return EXIT_NOT_ALL_OK if strict_failure else 0
 
@@ -152,12 +153,18 @@ def _resumed(args: argparse.Namespace) -> api.PlannedRun:
     return api.plan_resume(api.open_store(args.db), args.resume)
 
 
-def profile_run(
-    record: Run, options: RunOptions, results: Store, stacks: str, json_path: Path | None
+def _profiled_stacks(profile: str | None) -> set[str] | None:
+    """--profile's stacks: None without it, empty for every stack ('*', the bare option)."""
+    if profile is None:
+        return None
+    return set() if profile == "*" else {str(stack) for stack in parse_stacks(profile)}
+
+
+def profile_after_run(
+    record: Run, options: RunOptions, results: Store, stacks: set[str], json_path: Path | None
 ) -> None:
-    """--profile: each ok cell (of ``stacks``; '*': every stack) profiled after the run, the
-    profiles printed side by side per cell and stored with the run (and its JSON)."""
-    chosen = () if stacks == "*" else {str(stack) for stack in parse_stacks(stacks)}
+    """--profile: each ok cell (of ``stacks``; empty: every stack) profiled after the run,
+    the profiles printed side by side per cell and stored with the run (and its JSON)."""
     root = results.path.resolve().parent / "stackwars-profiles" / record.id
     console = report_console()
     with console.status("profiling") as status:
@@ -166,7 +173,7 @@ def profile_run(
             status.update(f"profiling {label}: {text}")
 
         profiles = api.profile_run(
-            record, options, results, root, stacks=chosen, on_progress=progress
+            record, options, results, root, stacks=stacks, on_progress=progress
         )
     if json_path:
         record.write_json(json_path)
