@@ -452,6 +452,7 @@ def test_a_version_4_store_gains_the_claims_table(tmp_path: Path) -> None:
     Store(path)
     with sqlite3.connect(path) as db:
         db.execute("DROP TABLE claims")
+        db.execute("DROP TABLE profiles")  # version 6's
         db.execute("UPDATE meta SET value = '4' WHERE key = 'store_version'")
     run = hostile_run()
     results = Store(path)
@@ -459,7 +460,7 @@ def test_a_version_4_store_gains_the_claims_table(tmp_path: Path) -> None:
     results.add_claim(run, run.claims[0])
     with sqlite3.connect(path) as db:
         version = db.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
-    assert int(version[0]) == STORE_VERSION == 5
+    assert int(version[0]) == STORE_VERSION == 6
     assert len(results.load_run("r1").claims) == 1
 
 

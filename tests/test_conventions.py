@@ -148,6 +148,12 @@ def test_the_run_schema_names_every_field_the_code_writes() -> None:
         "outcome": Outcome,
     }.items():
         assert set(definitions[name]["properties"]) == _fields(kind), name
+    from stackwars.profiling.result import OpRow, Profile
+
+    # A profile's JSON adds what it derives: its overhead.
+    assert set(definitions["profile"]["properties"]) == _fields(Profile) | {"overhead"}
+    operation = definitions["profile"]["properties"]["ops"]["items"]
+    assert set(operation["properties"]) == _fields(OpRow)
     header = Run("r", now(), {}, {}, []).header()
     assert set(definitions["run"]["properties"]) == set(header)
     assert RUN_SCHEMA["properties"]["schema_version"]["maximum"] == schema.SCHEMA_VERSION
@@ -162,6 +168,15 @@ def test_a_run_in_memory_and_a_behave_run_match_the_schema() -> None:
     behave = Run("b", now(), {}, {}, [], kind="behave", outcomes=[{"probe": "p", "stack": "s"}])
     behave.outcomes[0].update(outcome="works", detail="", compiles=1, calls=[[1e-3, 1]])
     jsonschema.validate(json.loads(_written(behave)), RUN_SCHEMA)
+    from stackwars.profiling.result import AddsUp, OpRow, Profile
+
+    profile = Profile("numpy:eager", "gemm", {"n": 8}, steady_s=1e-3, profiled_s=1.1e-3)
+    profile.ops = [OpRow("dot", "matmul/conv", 1.0, 9e-4, 9e-4)]
+    profile.adds_up, profile.steady_ci95_s = AddsUp(1e-3, 1.1e-3), (9e-4, 1.1e-3)
+    run.profiles = [profile.to_dict()]
+    jsonschema.validate(json.loads(_written(run)), RUN_SCHEMA)
+    (read,) = Run.from_dict(json.loads(_written(run))).profiles
+    assert Profile.from_dict(read) == profile
     without_cells = {"schema_version": 2, "run": {"id": "r", "started": now(), "status": "ok"}}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(without_cells, RUN_SCHEMA)

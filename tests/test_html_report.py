@@ -237,11 +237,11 @@ def test_other_commands_do_not_import_matplotlib() -> None:
 
 @pytest.fixture(scope="module")
 def real_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A report of a small real run: GEMM on numpy and jax:jit, cheap budgets."""
+    """A report of a small real run: GEMM on numpy and jax:jit, cheap budgets, profiled."""
     folder = tmp_path_factory.mktemp("real")
     db = str(folder / "stackwars.sqlite")
     run = ["run", "--workload", "gemm", "--param", "n=32", "--stacks", "numpy,jax:jit"]
-    assert main([*run, "--budget", "0.05", "--quiet", "--db", db]) == 0
+    assert main([*run, "--budget", "0.05", "--quiet", "--db", db, "--profile"]) == 0
     out = folder / "report.html"
     assert main(["report", "latest", "--db", db, "--out", str(out)]) == 0
     return out
@@ -256,6 +256,9 @@ def test_a_real_run_reports_every_section_offline(real_report: Path) -> None:
     assert "jax:jit" in page and "numpy:eager" in page and "openblas" in page
     assert external_references(page) == []
     assert "Content-Security-Policy" in page
+    # jax:jit's profile (numpy has no profiler): its categories, then its operations.
+    assert '<h3 id="profile-0">gemm(n=32, dtype=float32) @ cpu</h3>' in page
+    assert "matmul/conv" in page and "numpy:eager: unsupported" in page
 
 
 def chromium_command(folder: Path) -> list[str]:
@@ -309,6 +312,7 @@ def test_chromium_opens_the_report_without_a_request(real_report: Path) -> None:
     for section, _ in SECTIONS:
         assert f'id="{section}"' in dom
     assert dom.count("<svg") >= 2
+    assert 'id="profile-0"' in dom
     shot = folder / "report.png"  # the artefact: the top of the report as a person sees it
     subprocess.run(
         [*command, "--window-size=1280,1600", f"--screenshot={shot}", real_report.as_uri()],

@@ -204,6 +204,20 @@ AS_RUN: dict[str, list[list[str]] | None] = {
             "profile.json",
         ]
     ],
+    "stackwars run --workload poly --param n=10000 --stacks numpy,jax:jit --inputs per-call "
+    "--profile": [
+        [
+            "run",
+            "--workload",
+            "poly",
+            "--param",
+            "n=32",
+            "--inputs",
+            "per-call",
+            "--profile",
+            *SMALL,
+        ]
+    ],
     "stackwars selftest": [["selftest", "--stacks", "numpy:eager,jax:jit"]],
     "stackwars behave --details": [
         ["behave", "--details", "--stacks", "numpy:eager,jax:jit", "--probes", BEHAVE_PROBES]

@@ -20,6 +20,7 @@ from typing import Any
 from stackwars import workloads
 from stackwars.config import (
     CACHE_MODES,
+    INPUT_MODES,
     MATMUL_PRECISIONS,
     RunOptions,
     check_fraction,
@@ -49,6 +50,7 @@ from stackwars.instruments import (  # noqa: F401
     machine_warnings,
     measure_and_store_peak,
     profile_cells,
+    profile_run,
     profile_stack,
     run_selftest_worker,
     selftest_stack,
@@ -116,6 +118,7 @@ class Measure:
     memory_fraction: float | None = None  # of the device's memory, for JAX and torch
     allocator_conf: str | None = None  # PYTORCH_CUDA_ALLOC_CONF for torch on a gpu
     matmul_precision: str = "highest"  # highest, high or default (config.MATMUL_PRECISIONS)
+    inputs: str = "resident"  # or per-call: placed on the device inside every timed call
     seed: int = 0
     repeat: int = 1
     order_seed: int = 0
@@ -190,6 +193,7 @@ def run_options(
         memory_fraction=check_fraction(measure.memory_fraction),
         allocator_conf=measure.allocator_conf or "",
         matmul_precision=choose("matmul precision", measure.matmul_precision, MATMUL_PRECISIONS),
+        inputs=choose("inputs", measure.inputs, INPUT_MODES),
     )
 
 

@@ -24,6 +24,10 @@ X64_MODES = ("auto", "on", "off")
 MATMUL_PRECISIONS = ("highest", "high", "default")
 # Where cells run: here, one at a time (local), or as tasks on a Ray cluster (runner/executors.py).
 EXECUTORS = ("local", "ray")
+# --inputs: the inputs placed on the device once before timing (resident), or placed from
+# host NumPy arrays inside every timed call (per-call), as seed 002's
+# `jax.jit(f)(jnp.array(x))` measured.
+INPUT_MODES = ("resident", "per-call")
 DEFAULT_TIMEOUT_S = 900.0
 # Leave room for the parent, the OS page cache and whatever else shares the machine.
 DEFAULT_BUDGET_SHARE = 0.75
@@ -99,6 +103,7 @@ class RunOptions:
     device_memory_budget: int | None = None
     allocator_conf: str = ""  # PYTORCH_CUDA_ALLOC_CONF for torch's cells on a gpu
     matmul_precision: str = "highest"
+    inputs: str = "resident"  # INPUT_MODES
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

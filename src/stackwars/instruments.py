@@ -7,8 +7,10 @@ name here): typed arguments in, data out, nothing printed; each starts its worke
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +37,13 @@ from stackwars.runner.child import Interpreter, Limits, Listener, run_child  # n
 from stackwars.runner.peak import measure_peak
 from stackwars.runner.protocol import CellSpec
 from stackwars.runner.sides import run_side, side_version  # noqa: F401  (re-exported)
+from stackwars.timing.timer import TimingConfig
 
 IR_TIMEOUT_S = 600.0
+# run --profile: steady calls profiled per cell, and the budget of their unprofiled timing
+# (stackwars profile's defaults).
+PROFILE_CALLS = 20
+PROFILE_BUDGET_S = 1.0
 # A stack takes seconds; torch.compile's cold compiles make it about half a minute on 2 cores.
 SELFTEST_TIMEOUT_S = 300.0
 BLAS_PROBE_TIMEOUT_S = 120.0
@@ -148,7 +155,7 @@ def profile_stack(
     if profiler(spec.stack) is None:
         reason = no_profiler_reason(spec.stack)
     if reason is not None:
-        return Profile(spec.stack, spec.workload, dict(spec.params), "unsupported", reason)
+        return _no_profile(spec, "unsupported", reason)
     out_dir = out_dir.resolve()  # the worker runs in its own folder
     with tempfile.TemporaryDirectory(prefix="stackwars-profile-") as scratch:
         request = session.request_for(spec, options, Path(scratch) / "cache")
@@ -161,7 +168,51 @@ def profile_stack(
         )
     if end.ok and end.result is not None:
         return Profile.from_dict(end.result)
-    return Profile(spec.stack, spec.workload, dict(spec.params), end.status, end.detail)
+    return _no_profile(spec, end.status, end.detail)
+
+
+def _no_profile(spec: CellSpec, status: str, reason: str) -> Profile:
+    return Profile(spec.stack, spec.workload, dict(spec.params), status, reason, device=spec.device)
+
+
+def profile_folder(spec: CellSpec) -> str:
+    """A cell's folder name for its profiler's files: workload, parameters, stack."""
+    params = "-".join(f"{key}={value}" for key, value in spec.params.items())
+    return re.sub(r"[^\w.=-]+", "_", f"{spec.workload}-{params}-{spec.stack}")
+
+
+def profile_run(
+    record: Run,
+    options: RunOptions,
+    results: store.Store,
+    root: Path,
+    *,
+    stacks: Collection[str] = (),
+    on_progress: Callable[[str, str], None] | None = None,
+) -> list[Profile]:
+    """Profile a run's ok cells (once per cell; ``stacks``: only theirs), each in a fresh
+    profile worker after every timed cell has ended, so that no timed number changes; each
+    profile is stored with the run as it ends, its raw trace under ``root``. The unprofiled
+    steady state is timed again in the profile worker within PROFILE_BUDGET_S."""
+    budget = TimingConfig(steady_budget_s=PROFILE_BUDGET_S, warmup_budget_s=2 * PROFILE_BUDGET_S)
+    profiling = dataclasses.replace(options, timing=budget)
+    seen: set[tuple[str, str, str, str, bool]] = set()
+    profiles = []
+    for cell in record.cells:
+        if cell.status != "ok" or cell.key() in seen or (stacks and cell.stack not in stacks):
+            continue
+        seen.add(cell.key())
+        spec = CellSpec(cell.workload, cell.params, cell.stack, cell.device, cell.to_host)
+
+        def progress(text: str, label: str = spec.label()) -> None:
+            if on_progress is not None:
+                on_progress(label, text)
+
+        found = profile_stack(spec, profiling, root / profile_folder(spec), PROFILE_CALLS, progress)
+        results.add_profile(record, found.to_dict())
+        record.profiles.append(found.to_dict())
+        profiles.append(found)
+    return profiles
 
 
 def capture_run_ir(record: Run, options: RunOptions, results: store.Store) -> list[str]:

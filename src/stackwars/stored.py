@@ -155,6 +155,8 @@ def import_run(path: Path, db: str | None = None) -> Run:
         results.add_outcome(record, outcome)
     for claim in record.claims:
         results.add_claim(record, claim)
+    for profile in record.profiles:
+        results.add_profile(record, profile)
     results.finish_run(record)
     return record
 

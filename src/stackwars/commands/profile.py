@@ -9,7 +9,7 @@ from pathlib import Path
 
 from stackwars import api
 from stackwars.commands.options import Subparsers, add_workload_files
-from stackwars.config import RunOptions, default_memory_budget, parse_size
+from stackwars.config import INPUT_MODES, RunOptions, default_memory_budget, parse_size
 from stackwars.errors import UsageError
 from stackwars.profiling.result import PROFILE_FORMAT, Profile
 from stackwars.report import profile as render
@@ -54,6 +54,12 @@ def add_profile(subparsers: Subparsers) -> None:
     parser.add_argument("--timeout", type=float, metavar="S", help="per stack, seconds (600)")
     parser.add_argument("--memory-budget", metavar="SIZE", help="per worker, e.g. 8GiB")
     add_workload_files(parser)
+    parser.add_argument(
+        "--inputs",
+        choices=INPUT_MODES,
+        default="resident",
+        help="per-call: every call places the host inputs on the device (as run --inputs)",
+    )
     parser.set_defaults(handler=profile)
 
 
@@ -107,4 +113,5 @@ def options_of(args: argparse.Namespace, files: tuple[str, ...]) -> RunOptions:
         else default_memory_budget(),
         timing=TimingConfig(steady_budget_s=budget, warmup_budget_s=max(budget, 2.0)),
         workload_files=files,
+        inputs=args.inputs,
     )

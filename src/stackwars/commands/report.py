@@ -4,12 +4,14 @@ beside it) showing everything the runs measured."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from stackwars import api
 from stackwars.commands.options import Subparsers, add_db, add_threshold
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stack
+from stackwars.profiling.result import Profile
 from stackwars.report.console import report_console
 from stackwars.report.html.data import ReportInputs, build_report
 from stackwars.report.html.figures import draw_figures
@@ -45,6 +47,14 @@ def add_report(subparsers: Subparsers) -> None:
         "--within-process",
         action="store_true",
         help="judge cells of one worker per side by the blocks of one process",
+    )
+    parser.add_argument(
+        "--profiles",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="profiles 'stackwars profile --json' wrote, shown beside the runs' own "
+        "(run --profile) in 'Where the time goes'",
     )
     parser.set_defaults(handler=report)
 
@@ -110,7 +120,20 @@ def _inputs(args: argparse.Namespace, refs: list[str], runs: list[Run]) -> Repor
         captures=_captures(runs, args.db),
         run_warnings=run_warnings,
         threshold=api.threshold(args.threshold),
+        profile_files=[(path, _profile_file(Path(path))) for path in args.profiles],
     )
+
+
+def _profile_file(path: Path) -> list[Profile]:
+    """The profiles of a ``stackwars profile --json`` file, refused in one line if it is not
+    one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [Profile.from_dict(profile) for profile in data["profiles"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(
+            f"--profiles {path}: not a file 'stackwars profile --json' wrote ({exc})"
+        ) from None
 
 
 def _captures(runs: list[Run], db: str | None) -> dict[str, dict[str, dict[str, str]]]:

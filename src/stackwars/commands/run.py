@@ -8,8 +8,10 @@ from pathlib import Path
 
 from stackwars import adaptive, api
 from stackwars.commands.options import Subparsers, add_db
-from stackwars.config import CACHE_MODES, EXECUTORS, MATMUL_PRECISIONS
+from stackwars.config import CACHE_MODES, EXECUTORS, INPUT_MODES, MATMUL_PRECISIONS, RunOptions
 from stackwars.errors import UsageError
+from stackwars.frameworks import parse_stacks
+from stackwars.report import profile as render
 from stackwars.report.console import report_console, warn
 from stackwars.report.derived import derived_tables
 from stackwars.report.maxbatch import max_batch_table
@@ -17,6 +19,7 @@ from stackwars.report.progress import Progress
 from stackwars.report.table import build_tables, render_markdown, render_rich, status_counts
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.run import Run
+from stackwars.results.store import Store
 from stackwars.timing.compare import MIN_WORKERS
 
 EXIT_NOT_ALL_OK = 1
@@ -199,6 +202,14 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
     )
     limits.add_argument("--seed", type=int, default=0, help="input seed (0)")
     limits.add_argument(
+        "--inputs",
+        choices=INPUT_MODES,
+        default="resident",
+        help="resident: inputs placed on the device once, before timing (the default); "
+        "per-call: every timed call places the host NumPy inputs itself, the transfer timed "
+        "with the work (seed 002's jax.jit(f)(jnp.array(x)); numpy has nothing to place)",
+    )
+    limits.add_argument(
         "--repeat",
         default="1",
         metavar="N|auto",
@@ -226,6 +237,15 @@ def _add_run_output(run: argparse.ArgumentParser) -> None:
         "--capture-ir",
         action="store_true",
         help="after the run, capture each compiled cell's IR and store it with the run",
+    )
+    output.add_argument(
+        "--profile",
+        nargs="?",
+        const="*",
+        metavar="STACKS",
+        help="after the run, profile each ok cell (or those of STACKS, a comma list) in a "
+        "fresh worker, as 'stackwars profile' does; the profiles are stored with the run, "
+        "the raw traces beside the store (stackwars-profiles/RUN)",
     )
     output.add_argument("--quiet", action="store_true", help="no progress, only the tables")
     output.add_argument(
@@ -268,6 +288,7 @@ def measure(args: argparse.Namespace) -> api.Measure:
         memory_fraction=args.memory_fraction,
         allocator_conf=args.allocator_conf,
         matmul_precision=args.matmul_precision,
+        inputs=args.inputs,
         threads=args.threads,
         x64=args.x64,
         force=args.force,
@@ -304,6 +325,7 @@ def rerun(args: argparse.Namespace, argv: list[str]) -> int:
 def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
     """Run the planned cells with progress, then print (and write) the tables."""
     console = report_console()
+    profiled = _profiled_stacks(getattr(args, "profile", None))  # bad names refused up front
     # Connected first: an executor that cannot start is one line, with nothing stored.
     executor = api.open_executor(args.executor, args.ray_address, planned.options)
     try:
@@ -346,6 +368,8 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
     if getattr(args, "capture_ir", False):
         for line in api.capture_run_ir(record, planned.options, results):
             console.print(line)
+    if profiled is not None:
+        profile_after_run(record, planned.options, results, profiled, json_path)
     strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
     return EXIT_NOT_ALL_OK if strict_failure else 0
 
@@ -365,3 +389,37 @@ def _resumed(args: argparse.Namespace) -> api.PlannedRun:
             "--find-max-batch, --label)"
         )
     return api.plan_resume(api.open_store(args.db), args.resume)
+
+
+def _profiled_stacks(profile: str | None) -> set[str] | None:
+    """--profile's stacks: None without it, empty for every stack ('*', the bare option)."""
+    if profile is None:
+        return None
+    return set() if profile == "*" else {str(stack) for stack in parse_stacks(profile)}
+
+
+def profile_after_run(
+    record: Run, options: RunOptions, results: Store, stacks: set[str], json_path: Path | None
+) -> None:
+    """--profile: each ok cell (of ``stacks``; empty: every stack) profiled after the run,
+    the profiles printed side by side per cell and stored with the run (and its JSON)."""
+    root = results.path.resolve().parent / "stackwars-profiles" / record.id
+    console = report_console()
+    with console.status("profiling") as status:
+
+        def progress(label: str, text: str) -> None:
+            status.update(f"profiling {label}: {text}")
+
+        profiles = api.profile_run(
+            record, options, results, root, stacks=stacks, on_progress=progress
+        )
+    if json_path:
+        record.write_json(json_path)
+    for title, group in render.by_cell(profiles).items():
+        if any(found.status == "ok" for found in group):
+            console.print(render.side_by_side(group, f"{title}: profiled after the run"))
+    for line in render.not_profiled(profiles):
+        console.print(line)
+    for line in render.files(profiles):
+        console.print(line, highlight=False)
+    console.print(f"{len(profiles)} profile(s) stored with run {record.id}")

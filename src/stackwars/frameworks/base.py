@@ -271,6 +271,9 @@ class RunSettings:
     # Devices the framework shows on a cpu host, asked for by the workload (a map over
     # devices); above 1 they are simulated and share the same cores.
     host_devices: int = 1
+    # resident: inputs placed once before timing; per-call: placed inside every timed call
+    # (config.INPUT_MODES).
+    inputs: str = "resident"
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -2,7 +2,8 @@
 
 History of PROFILE_FORMAT:
 
-* 1 (2026-11-25): first version.
+* 1 (2026-11-25): first version. Added since, without a version change: ``device`` (a run's
+  profiles, ``run --profile``, name the cell they profiled by workload, params, stack, device).
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ class Profile:
     notes: list[str] = field(default_factory=list)
     adds_up: AddsUp | None = None
     format: int = PROFILE_FORMAT
+    device: str = "cpu"
 
     @property
     def overhead(self) -> float | None:

@@ -67,29 +67,42 @@ ROWS: list[tuple[str, Callable[[Profile], str]]] = [
 ]
 
 
+def by_cell(profiles: Sequence[Profile]) -> dict[str, list[Profile]]:
+    """Profiles grouped by the cell they profiled (``gemm(n=256, dtype=float32) @ cpu``), each
+    group's stacks in the order given."""
+    groups: dict[str, list[Profile]] = {}
+    for profile in profiles:
+        params = ", ".join(f"{key}={value}" for key, value in profile.params.items())
+        groups.setdefault(f"{profile.workload}({params}) @ {profile.device}", []).append(profile)
+    return groups
+
+
+def side_by_side_rows(profiles: Sequence[Profile]) -> list[tuple[str, ...]]:
+    """One row per ROWS entry, a column per stack that was profiled (status ok)."""
+    done = [p for p in profiles if p.status == "ok"]
+    return [(label, *(value(p) for p in done)) for label, value in ROWS]
+
+
 def side_by_side(profiles: Sequence[Profile], title: str) -> Table:
     """One column per stack that was profiled."""
     done = [p for p in profiles if p.status == "ok"]
     table = Table("per call", *(p.stack for p in done), title=title, caption=ADDS_UP_CAPTION)
-    for label, value in ROWS:
-        table.add_row(label, *(value(p) for p in done))
+    for row in side_by_side_rows(profiles):
+        table.add_row(*row)
     return table
 
 
-def operations(profile: Profile, top: int) -> Table:
-    """A stack's ``top`` operations by their share of the call."""
-    table = Table(
-        "operation",
-        "category",
-        "per call",
-        "self",
-        "share",
-        "inclusive",
-        "HLO",
-        title=f"{profile.stack}: {min(top, len(profile.ops))} of {len(profile.ops)} operations",
-    )
-    for row in profile.ops[:top]:
-        table.add_row(
+OPERATION_COLUMNS = ("operation", "category", "per call", "self", "share", "inclusive", "HLO")
+
+
+def operations_title(profile: Profile, top: int) -> str:
+    return f"{profile.stack}: {min(top, len(profile.ops))} of {len(profile.ops)} operations"
+
+
+def operation_rows(profile: Profile, top: int) -> list[tuple[str, ...]]:
+    """A stack's ``top`` operations by their share of the call, as display strings."""
+    return [
+        (
             shorten(row.name, 50),
             row.category,
             f"{row.per_call:.3g}",
@@ -98,6 +111,15 @@ def operations(profile: Profile, top: int) -> Table:
             format_seconds(row.total_s),
             shorten(row.hlo, HLO_WIDTH),
         )
+        for row in profile.ops[:top]
+    ]
+
+
+def operations(profile: Profile, top: int) -> Table:
+    """A stack's ``top`` operations by their share of the call."""
+    table = Table(*OPERATION_COLUMNS, title=operations_title(profile, top))
+    for row in operation_rows(profile, top):
+        table.add_row(*row)
     return table
 
 

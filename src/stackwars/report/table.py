@@ -54,6 +54,11 @@ DISAGREE_NOTE = (
     "processes?): see the cell's warnings"
 )
 TERMINAL_REASON_CHARS = 60
+PER_CALL_MARK = "host→ "
+PER_CALL_NOTE = (
+    f"{PER_CALL_MARK.strip()} inputs per call: every timed call placed the host inputs on the "
+    "device itself (--inputs per-call), so its time includes the transfer"
+)
 NO_PEAK_NOTE = "Roofline: measure this machine's limits once with 'stackwars env --peak'"
 OTHER_MACHINE_NOTE = "Roofline: the stored peak was measured on another machine than these cells'"
 OTHER_DEVICE_NOTE = (
@@ -217,8 +222,15 @@ def _median(cell: Cell) -> float | None:
     return median
 
 
+def inputs_per_call(cell: Cell) -> bool:
+    """Whether the cell's timed calls placed their inputs themselves (--inputs per-call)."""
+    run = cell.settings.get("run")
+    return isinstance(run, dict) and run.get("inputs") == "per-call"
+
+
 def stack_label(cell: Cell) -> str:
-    return f"{cell.stack} →host" if cell.to_host else cell.stack
+    label = f"{cell.stack} →host" if cell.to_host else cell.stack
+    return f"{PER_CALL_MARK}{label}" if inputs_per_call(cell) else label
 
 
 def _row(
@@ -271,6 +283,8 @@ def _notes(cells: list[Cell], baseline: Cell | None) -> tuple[str, ...]:
         notes.append(ACROSS_WORKERS_NOTE)
     if any(cell.status == "ok" and cell.times.latency_s for cell in cells):
         notes.append(LATENCY_NOTE)
+    if any(inputs_per_call(cell) for cell in cells):
+        notes.append(PER_CALL_NOTE)
     notes.extend(f"{stack_label(cell)}: {warning}" for cell in cells for warning in cell.warnings)
     return tuple(notes)
 

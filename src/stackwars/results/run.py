@@ -79,6 +79,9 @@ class Run:
     outcomes: list[dict[str, Any]] = field(default_factory=list)
     # Claims checked with the run (``stackwars claims``): claims.verdict.ClaimResult as dicts.
     claims: list[dict[str, Any]] = field(default_factory=list)
+    # Per-operation profiles of the run's cells (``run --profile``), each in a profile worker
+    # after the timed cells: profiling.result.Profile as dicts.
+    profiles: list[dict[str, Any]] = field(default_factory=list)
 
     def header(self) -> dict[str, Any]:
         return {
@@ -110,7 +113,11 @@ class Run:
             # Derived from the cells, for readers of the file; never read back.
             "compile": summaries_as_data(compile_summaries(self.cells)),
         }
-        return {**data, "claims": self.claims} if self.claims else data
+        if self.claims:
+            data["claims"] = self.claims
+        if self.profiles:
+            data["profiles"] = self.profiles
+        return data
 
     def write_json(self, path: Path) -> None:
         write_atomically(path, dump(self.to_dict()))
@@ -134,4 +141,5 @@ class Run:
             kind=header.get("kind", "timing"),
             outcomes=list(data.get("outcomes", [])),
             claims=list(data.get("claims", [])),
+            profiles=list(data.get("profiles", [])),
         )

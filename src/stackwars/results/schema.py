@@ -25,7 +25,10 @@ History of SCHEMA_VERSION:
   verdict, ``claims/verdict.py``); (2026-11-25) ``memory.device_reserved_bytes`` and
   ``memory.device_limit_bytes`` (the allocator's pool and its limit), cell
   ``settings.device_memory_stats`` (the framework's own statistics they come from),
-  ``memory.predicted_device_bytes`` (the plan's prediction for an accelerator cell).
+  ``memory.predicted_device_bytes`` (the plan's prediction for an accelerator cell), run
+  ``profiles`` (``run --profile``: each ok cell profiled in a profile worker after the timed
+  cells, ``profiling.result.Profile`` with its own ``format``), cell ``settings.run.inputs``
+  (``--inputs``: ``resident``, as every earlier cell ran, or ``per-call``).
 * 2 (2026-11-23): cell ``node``, the machine the cell ran on (``--executor ray`` runs cells on
   several): executor, host name, machine fingerprint with the CPU model, cores, memory and
   accelerators it is made of, and the library versions installed there (empty in version-1

@@ -15,6 +15,8 @@ History of STORE_VERSION (the layout of the tables, apart from the JSON they hol
   run (a run of kind ``behave``: it has outcomes, no cells).
 * 5 (2026-11-24): table claims, each claim a ``stackwars claims`` run checked: its statement,
   value, interval and verdict (``claims/verdict.py``, ``ClaimResult``), stored after the cells.
+* 6 (2026-11-25): table profiles, each a cell of the run profiled after its timed cells
+  (``run --profile``: ``profiling.result.Profile``), stored as each profile worker ends.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from stackwars.results.jsonio import dump
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell
 
-STORE_VERSION = 5
+STORE_VERSION = 6
 DEFAULT_DB = "stackwars.sqlite"
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -61,6 +63,10 @@ CREATE TABLE IF NOT EXISTS outcomes (
 CREATE TABLE IF NOT EXISTS claims (
     run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, claim_id TEXT NOT NULL,
     verdict TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS profiles (
+    run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, stack TEXT NOT NULL,
+    data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
 );
 """
 
@@ -100,8 +106,21 @@ def _migrate_4_to_5(db: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_5_to_6(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE profiles (run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT "
+        "NULL, stack TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq))"
+    )
+
+
 # Version n -> n + 1, applied in order to an older store when it is opened.
-_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4, 4: _migrate_4_to_5}
+_MIGRATIONS = {
+    1: _migrate_1_to_2,
+    2: _migrate_2_to_3,
+    3: _migrate_3_to_4,
+    4: _migrate_4_to_5,
+    5: _migrate_5_to_6,
+}
 
 
 def default_path(explicit: str | None = None) -> Path:
@@ -231,6 +250,15 @@ class Store:
                 (run.id, seq[0], claim["id"], claim["verdict"], dump(claim)),
             )
 
+    def add_profile(self, run: Run, profile: dict[str, Any]) -> None:
+        """One cell's profile (``Profile.to_dict()``), stored as its profile worker ends."""
+        with self._connect() as db:
+            seq = db.execute("SELECT COUNT(*) FROM profiles WHERE run_id = ?", (run.id,)).fetchone()
+            db.execute(
+                "INSERT INTO profiles VALUES (?, ?, ?, ?)",
+                (run.id, seq[0], profile["stack"], dump(profile)),
+            )
+
     def finish_run(self, run: Run) -> None:
         with self._connect() as db:
             db.execute(
@@ -331,11 +359,15 @@ class Store:
             claims = db.execute(
                 "SELECT data FROM claims WHERE run_id = ? ORDER BY seq", (run_id,)
             ).fetchall()
+            profiles = db.execute(
+                "SELECT data FROM profiles WHERE run_id = ? ORDER BY seq", (run_id,)
+            ).fetchall()
         return Run.from_dict(
             {
                 "run": json.loads(row[0]),
                 "cells": [json.loads(c[0]) for c in cells],
                 "outcomes": [json.loads(o[0]) for o in outcomes],
                 "claims": [json.loads(c[0]) for c in claims],
+                "profiles": [json.loads(p[0]) for p in profiles],
             }
         )

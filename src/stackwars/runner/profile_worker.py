@@ -36,7 +36,9 @@ TRACEBACK_LINES = 20
 
 def profile_cell(request: Request, out_dir: Path, calls: int) -> Profile:
     spec = request.cell
-    profile = Profile(stack=spec.stack, workload=spec.workload, params=dict(spec.params))
+    profile = Profile(
+        stack=spec.stack, workload=spec.workload, params=dict(spec.params), device=spec.device
+    )
     found = profiler(spec.stack)
     if found is None:
         profile.status, profile.reason = "unsupported", no_profiler_reason(spec.stack)
@@ -64,7 +66,7 @@ def _profile(
 ) -> Profile:
     progress("profiling", True)
     trace = profile_function(profile.stack)(
-        lambda: prepared.framework.sync(prepared.fn(*prepared.args)), calls, out_dir
+        lambda: prepared.framework.sync(prepared.call()), calls, out_dir
     )
     progress("optimized HLO", True)
     hlo = _optimized_hlo(profile.stack, prepared, out_dir, profile)

@@ -75,6 +75,7 @@ def request_for(spec: CellSpec, options: RunOptions, cache_dir: Path) -> Request
         memory_fraction=options.memory_fraction,
         allocator_conf=options.allocator_conf,
         matmul_precision=options.matmul_precision,
+        inputs=options.inputs,
     )
     return Request(
         cell=spec,

@@ -110,16 +110,36 @@ def classify(exc: BaseException) -> CellFailed:
 Progress = Callable[[str, bool], None]  # what the worker is doing; True: a new phase
 
 
+PER_CALL = "per-call"
+PER_CALL_STATEFUL = (
+    "--inputs per-call places a workload's arguments inside every call; a model binds its "
+    "inputs to its weights once, in the framework's own objects, so it runs only with "
+    "--inputs resident"
+)
+
+
 @dataclass(frozen=True)
 class Prepared:
     """What a cell timed, kept for a worker that does more with it (the profile worker):
-    the framework set up, the prepared function, its arguments on the device, and the
-    function before the mode was applied (what IR capture compiles)."""
+    the framework set up, the prepared function, its arguments on the device, the function
+    before the mode was applied (what IR capture compiles), and, with ``--inputs per-call``,
+    the host inputs every call places on the device itself."""
 
     framework: Framework
     fn: Callable[..., Any]
     args: tuple[Any, ...]
     unprepared: Callable[..., Any]
+    host_inputs: tuple[Any, ...] | None = None
+
+    def arguments(self) -> tuple[Any, ...]:
+        """A call's arguments: placed once (resident), or placed now from the host inputs
+        with the framework's own placement, which waits until they are there (per-call)."""
+        if self.host_inputs is None:
+            return self.args
+        return self.framework.to_device(self.host_inputs)
+
+    def call(self) -> Any:
+        return self.fn(*self.arguments())
 
 
 class CellRun:
@@ -187,14 +207,25 @@ class CellRun:
         self.cell.memory.rss_after_import_bytes = peak_rss_bytes()
         self.progress("making inputs and placing them", True)
         inputs = self.workload.make_inputs(self.params, self.request.seed)
-        built = builder(self.params)
-        fn, args, bound = self._setup(framework, built, inputs)
-        self.prepared = Prepared(framework, fn, args, built if bound is None else bound.fn)
-        measurement = self._measure(framework, fn, args)
+        self.prepared, bound = self._prepare(framework, builder(self.params), inputs, settings)
+        measurement = self._measure(self.prepared)
         self._record(framework, measurement)
         self.cell.memory.peak_rss_bytes = peak_rss_bytes()
         self.progress("parity against the reference", True)
-        self._check_parity(framework, fn, args, inputs, bound)
+        self._check_parity(framework, self.prepared.fn, self.prepared.args, inputs, bound)
+
+    def _prepare(
+        self, framework: Framework, built: Any, inputs: tuple[Any, ...], settings: RunSettings
+    ) -> tuple[Prepared, Bound | None]:
+        """The cell prepared, and its stateful binding if there is one; with --inputs
+        per-call, the host inputs each call places itself."""
+        per_call = settings.inputs == PER_CALL
+        if per_call and isinstance(built, Stateful):
+            raise CellFailed("unsupported", PER_CALL_STATEFUL)
+        fn, args, bound = self._setup(framework, built, inputs)
+        unprepared = built if bound is None else bound.fn
+        host = tuple(inputs) if per_call else None
+        return Prepared(framework, fn, args, unprepared, host), bound
 
     def _setup(
         self, framework: Framework, built: Any, inputs: tuple[Any, ...]
@@ -213,24 +244,24 @@ class CellRun:
         times.setup_s = time.perf_counter() - start
         return fn, bound.args, bound
 
-    def _measure(self, framework: Framework, fn: Callable[..., Any], arrays: Any) -> Measurement:
-        phases = self.cell.first_run_breakdown
+    def _measure(self, prepared: Prepared) -> Measurement:
+        phases, framework, fn = self.cell.first_run_breakdown, prepared.framework, prepared.fn
         if self.request.cell.to_host:
             # The copy to host waits for the result, so it is the synchronisation.
             def call() -> Any:
-                return framework.to_host(fn(*arrays))
+                return framework.to_host(prepared.call())
 
             def first() -> Any:
-                return framework.to_host(framework.first_call(fn, arrays))
+                return framework.to_host(framework.first_call(fn, prepared.arguments()))
 
             sync: Callable[[Any], None] = lambda out: None  # noqa: E731
         else:
 
             def call() -> Any:
-                return fn(*arrays)
+                return prepared.call()
 
             def first() -> Any:
-                return framework.first_call(fn, arrays)
+                return framework.first_call(fn, prepared.arguments())
 
             sync = framework.sync
         timer = Timer(

@@ -12,10 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from stackwars.claims.verdict import ClaimResult
+from stackwars.profiling.result import Profile
 from stackwars.report.claims import claim_results
 from stackwars.report.html.explain import Explained, explained_groups
 from stackwars.report.html.groups import Group, SweepView, build_groups, sweep_view
 from stackwars.report.html.ir import IrCell, ir_cells
+from stackwars.report.html.profiles import ProfileView, profile_views
 from stackwars.report.html.provenance import (
     CompileView,
     Failure,
@@ -43,6 +45,7 @@ SECTIONS = (
     ("sweeps", "Sweeps and crossovers"),
     ("warmup", "Warm-up: every run until steady state"),
     ("explain", "Explain signals: CPU, page faults, dispatch"),
+    ("profiles", "Where the time goes: per-operation profiles"),
     ("comparisons", "Comparisons between runs"),
     ("history", "History"),
     ("ir", "Compiler IR"),
@@ -90,6 +93,7 @@ class ReportInputs:
     captures: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
     run_warnings: Mapping[str, Sequence[str]] = field(default_factory=dict)
     threshold: float = 0.05
+    profile_files: Sequence[tuple[str, Sequence[Profile]]] = ()  # report --profiles
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,7 @@ class Report:
     failures: tuple[Failure, ...]
     several_runs: bool
     claims: tuple[tuple[str, ClaimResult], ...] = ()  # (run id, claim) of every checked claim
+    profiles: tuple[ProfileView, ...] = ()
 
 
 def build_report(inputs: ReportInputs) -> Report:
@@ -138,6 +143,7 @@ def build_report(inputs: ReportInputs) -> Report:
         warnings=tuple(warnings_of(runs, merged, inputs.run_warnings)),
         failures=tuple(failures(runs, merged)),
         several_runs=several,
+        profiles=profile_views(runs, inputs.profile_files),
         claims=tuple(claim_results(runs)),
     )
 

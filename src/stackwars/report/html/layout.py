@@ -16,7 +16,9 @@ from stackwars.report.html.explain import EXPLAIN_MIN_SPREAD, Explained
 from stackwars.report.html.explain import NOTE as EXPLAIN_NOTE
 from stackwars.report.html.groups import Group, SweepView
 from stackwars.report.html.ir import DIFF_STAGE, IrCell
+from stackwars.report.html.profiles import EMPTY as PROFILES_EMPTY
 from stackwars.report.html.provenance import MANIFEST_COLUMNS, RunManifest
+from stackwars.report.profile import ADDS_UP_CAPTION, OPERATION_COLUMNS
 from stackwars.report.table import format_seconds, format_steady
 from stackwars.results.comparison import ComparisonRow, Gate
 
@@ -85,6 +87,7 @@ def layout(report: Report) -> list[Section]:
         "sweeps": _sweeps,
         "warmup": _warmup,
         "explain": _explain,
+        "profiles": _profiles,
         "comparisons": _comparisons,
         "history": _history,
         "ir": _ir,
@@ -254,6 +257,20 @@ def _explained(explained: Explained) -> list[Block]:
         FigureRef(explained.anchor, f"time, CPU, page faults and dispatch for {explained.title}"),
         TableBlock(columns, rows),
     ]
+
+
+def _profiles(report: Report) -> list[Block]:
+    if not report.profiles:
+        return _empty(PROFILES_EMPTY)
+    blocks: list[Block] = [Paragraph(ADDS_UP_CAPTION)]
+    for view in report.profiles:
+        blocks += [Heading(view.title, view.anchor), TableBlock(view.columns, view.rows)]
+        blocks += [
+            Folded(title, (TableBlock(OPERATION_COLUMNS, rows, wide=frozenset({0, 6})),))
+            for title, rows in view.operations
+        ]
+        blocks += [Paragraph(note) for note in view.notes]
+    return blocks
 
 
 def _comparisons(report: Report) -> list[Block]:

@@ -23,6 +23,7 @@ MANIFEST_COLUMNS = (
     "BLAS: library, kernel, threads",
     "Preallocate",
     "Compile cache",
+    "Inputs",
     "Environment set",
     "Inherited environment",
     "Version",
@@ -137,7 +138,7 @@ def stack_row(stack: str, cells: Sequence[Cell], versions: Mapping[str, Any]) ->
     version = f"{framework} {versions.get(framework) or '?'}"
     if not started:
         return (stack, *([_NOT_RECORDED] * (len(MANIFEST_COLUMNS) - 3)), version)
-    columns = (precision, threads, blas, preallocate, cache, environment, inherited)
+    columns = (precision, threads, blas, preallocate, cache, inputs, environment, inherited)
     values = [_distinct(column(cell) for cell in started) for column in columns]
     values[4] += f"; a later process reloads: {persistent_cache(stack)}"
     return (stack, *values, version)
@@ -201,6 +202,13 @@ def preallocate(cell: Cell) -> str:
 
 def cache(cell: Cell) -> str:
     return str(_settings(cell, "run").get("cache") or "")
+
+
+def inputs(cell: Cell) -> str:
+    """Where the timed calls found their inputs (--inputs; runs before it: resident)."""
+    if _settings(cell, "run").get("inputs") == "per-call":
+        return "per-call: placed from host NumPy arrays inside every timed call"
+    return "resident: placed on the device once, before timing"
 
 
 def environment(cell: Cell) -> str:
