@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,68 @@ def test_limits_that_allow_no_verdict_are_refused() -> None:
         adaptive.Adaptive(max_workers=2)
     with pytest.raises(UsageError, match="--time-budget 0 must be a positive"):
         adaptive.Adaptive(time_budget_s=0)
+
+
+WALL = {NOISY.stack: 2.0, QUIET.stack: 30.0}
+
+
+def first_run(rng: random.Random) -> Run:
+    """A run of one worker a cell: NOISY's lasted 2 s, QUIET's 30 s."""
+    record = Run(id="r", started=now(), machine={}, versions={}, argv=[], status="complete")
+    for spec in (NOISY, QUIET):
+        cell = worker(spec, 0, 0.0, rng)
+        cell.wall_s = WALL[spec.stack]
+        record.cells.append(cell)
+    return record
+
+
+def again_at(factor: float) -> tuple[list[list[str]], Callable[[api.PlannedRun], list[Cell]]]:
+    """measure_again's stand-in: second workers ``factor`` times slower; the rounds it saw."""
+    rounds: list[list[str]] = []
+    rng = random.Random(2)
+
+    def again(part: api.PlannedRun) -> list[Cell]:
+        rounds.append([item.spec.stack for item in part.cells])
+        cells = [worker(item.spec, item.spec.repeat, 0.0, rng) for item in part.cells]
+        for cell in cells:
+            cell.steady.samples_s = [factor * x for x in cell.steady.samples_s]
+        return cells
+
+    return rounds, again
+
+
+def test_a_second_look_measures_the_cheapest_cells_again_within_its_budget() -> None:
+    record = first_run(random.Random(1))
+    rounds, again = again_at(4.0)
+    announced: list[Sequence[str]] = []
+    planned = single_planned()
+    annotated = adaptive.second_look(record, planned, again, 20.0, announced.append)
+    # The 30 s cell does not fit 20 s; the 2 s one does, and its two workers disagree.
+    assert rounds == [[NOISY.stack]] and announced == [[NOISY.stack]]
+    assert [cell.stack for cell in annotated] == [NOISY.stack]
+    noisy, quiet = record.cells
+    assert len(record.cells) == 2  # a check, not a measurement: the run keeps its cells
+    assert noisy.settings["second_look"]["status"] == "ok"
+    assert noisy.settings["workers_disagree"].endswith("(a second worker: --second-look)")
+    assert "second_look" not in quiet.settings
+
+
+def test_a_second_worker_that_agrees_leaves_no_mark() -> None:
+    record = first_run(random.Random(1))
+    rounds, again = again_at(1.0)
+    adaptive.second_look(record, single_planned(), again, 100.0)
+    assert rounds == [[NOISY.stack, QUIET.stack]]
+    assert all(cell.settings["second_look"]["status"] == "ok" for cell in record.cells)
+    assert not any("workers_disagree" in cell.settings for cell in record.cells)
+
+
+def test_no_second_look_without_budget_for_one_cell() -> None:
+    record = first_run(random.Random(1))
+    rounds, again = again_at(4.0)
+    assert adaptive.second_look(record, single_planned(), again, 1.0) == []
+    assert rounds == []
+
+
+def single_planned() -> api.PlannedRun:
+    record = Run(id="r", started=now(), machine={}, versions={}, argv=[], status="running")
+    return api.PlannedRun(record, [], RunOptions(), [])

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from stackwars import api
 from stackwars.errors import UsageError
+from stackwars.results.aggregate import workers_disagree
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell
 from stackwars.runner import plan
@@ -104,6 +105,64 @@ def grow(
         on_round([cell.spec.stack for cell in more.cells if not cell.skip_reason])
         record = execute(more)
     return record
+
+
+# At --repeat 1, a second worker of the cheapest cells, within this many seconds: enough for
+# most of the quick suite's cells (1-3 s a worker here, compiled torch cells 12 s), so that a
+# default run shows the processes that land at different speeds (jax:jit SELU: 1.1 ms or
+# 4.6 ms) without doubling its time.
+SECOND_LOOK_S = 20.0
+
+
+def second_look(
+    record: Run,
+    planned: api.PlannedRun,
+    again: Callable[[api.PlannedRun], Sequence[Cell]],
+    budget_s: float,
+    on_round: Callable[[Sequence[str]], None] = lambda stacks: None,
+) -> list[Cell]:
+    """After a run of one worker a cell: a second worker of its ok cells, cheapest first by
+    the first worker's wall time, as many as fit ``budget_s``, measured by ``again`` (not
+    stored: a check, not a measurement of the run). Each cell checked keeps what the second
+    worker saw in ``settings.second_look`` and, when the two workers disagree far beyond their
+    own intervals, ``settings.workers_disagree`` (the tables' ≋); the cells annotated."""
+    chosen, spent = [], 0.0
+    for cell in sorted(_ok(record.cells), key=lambda cell: cell.wall_s or 0.0):
+        if spent + (cell.wall_s or 0.0) > budget_s:
+            break
+        spent += cell.wall_s or 0.0
+        chosen.append(cell)
+    if not chosen:
+        return []
+    specs = [CellSpec(c.workload, c.params, c.stack, c.device, c.to_host, 1) for c in chosen]
+    part = api.PlannedRun(
+        record, plan.plan(specs, planned.options.memory_budget), planned.options, []
+    )
+    on_round([spec.stack for spec in specs])
+    seconds = {cell.key(): cell for cell in again(part)}
+    for first in chosen:
+        _annotate(first, seconds.get(first.key()))
+    return chosen
+
+
+def _ok(cells: Sequence[Cell]) -> list[Cell]:
+    return [cell for cell in cells if cell.status == "ok" and cell.steady.samples_s]
+
+
+def _annotate(first: Cell, second: Cell | None) -> None:
+    if second is None or second.status != "ok" or not second.steady.samples_s:
+        status = "missing" if second is None else second.status
+        first.settings["second_look"] = {"status": status, "reason": second and second.reason}
+        return
+    first.settings["second_look"] = {
+        "status": "ok",
+        "median_s": statistics.median(second.steady.samples_s),
+        "blocks": second.steady.blocks,
+        "wall_s": second.wall_s,
+    }
+    why = workers_disagree([first.steady.samples_s, second.steady.samples_s])
+    if why:
+        first.settings["workers_disagree"] = f"{why} (a second worker: --second-look)"
 
 
 def round_estimate(cells: Sequence[Cell], specs: Sequence[CellSpec]) -> float:

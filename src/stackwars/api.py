@@ -353,6 +353,27 @@ def execute(
     return record
 
 
+def measure_again(
+    planned: PlannedRun, reporter: session.Reporter, executor: session.Executor
+) -> list[Cell]:
+    """The planned cells measured into a scratch run: neither stored nor added to the planned
+    run's record (a check of it, ``run --second-look``)."""
+    record = planned.record
+    scratch = Run(record.id, now(), record.machine, record.versions, [])
+    session.execute(planned.cells, planned.options, scratch, [], reporter, executor=executor)
+    return scratch.cells
+
+
+def keep_annotations(
+    results: store.Store, record: Run, cells: Sequence[Cell], json_path: Path | None
+) -> None:
+    """Cells of ``record`` whose settings changed after they were stored, stored again."""
+    for cell in cells:
+        results.update_cell(record, cell)
+    if json_path and cells:
+        record.write_json(json_path)
+
+
 def run(
     workload: str | None = None,
     *,

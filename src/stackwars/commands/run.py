@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from stackwars import adaptive, api
@@ -19,6 +20,7 @@ from stackwars.report.progress import Progress
 from stackwars.report.table import build_tables, render_markdown, render_rich, status_counts
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.run import Run
+from stackwars.results.schema import Cell
 from stackwars.results.store import Store
 from stackwars.timing.compare import MIN_WORKERS
 
@@ -220,6 +222,16 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
     limits.add_argument(
         "--order-seed", type=int, default=0, metavar="N", help="seed of the --repeat order (0)"
     )
+    limits.add_argument(
+        "--second-look",
+        type=float,
+        default=adaptive.SECOND_LOOK_S,
+        metavar="S",
+        help="with --repeat 1: after the cells, a second worker of the cheapest ok cells, as "
+        "many as fit S seconds; a cell whose two workers disagree far beyond their own "
+        "intervals is marked ≋ (processes landing at different speeds) "
+        f"({adaptive.SECOND_LOOK_S:g}; 0: none)",
+    )
 
 
 def _add_run_output(run: argparse.ArgumentParser) -> None:
@@ -326,6 +338,7 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
     """Run the planned cells with progress, then print (and write) the tables."""
     console = report_console()
     profiled = _profiled_stacks(getattr(args, "profile", None))  # bad names refused up front
+    look = _second_look(args)
     # Connected first: an executor that cannot start is one line, with nothing stored.
     executor = api.open_executor(args.executor, args.ray_address, planned.options)
     try:
@@ -339,25 +352,26 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
             def execute(part: api.PlannedRun) -> Run:
                 return api.execute(part, results, progress, json_path, executor)
 
-            if getattr(args, "repeat", None) == adaptive.AUTO and not args.resume:
-                wanting = adaptive.wide_cells()
-                record = adaptive.grow(
+            record = _measure(planned, args, execute, progress.more)
+            if look > 0:
+                annotated = adaptive.second_look(
+                    record,
                     planned,
-                    execute,
-                    wanting,
-                    settings=adaptive.Adaptive(),
-                    clock=time.monotonic,
-                    on_round=progress.more,
+                    lambda part: api.measure_again(part, progress, executor),
+                    look,
+                    progress.more,
                 )
-            else:
-                record = execute(planned)
+                api.keep_annotations(results, record, annotated, json_path)
     finally:
         executor.close()
     peak, stale = api.usable_peak(record.machine, record.options.get("device", "cpu"))
     if stale:
         warn(stale)
-    tables = build_tables(merge_repeats(record.cells), peak)
+    merged = merge_repeats(record.cells)
+    tables = build_tables(merged, peak)
     console.print(render_rich(tables))
+    if look > 0:
+        console.print(second_look_line(merged))
     derived, derived_markdown = derived_tables(record.cells)
     for table in derived:
         console.print(table)
@@ -372,6 +386,48 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
         profile_after_run(record, planned.options, results, profiled, json_path)
     strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
     return EXIT_NOT_ALL_OK if strict_failure else 0
+
+
+def second_look_line(cells: Sequence[Cell]) -> str:
+    """What --second-look checked, and found."""
+    ok = [cell for cell in cells if cell.status == "ok"]
+    looked = [cell for cell in ok if cell.settings.get("second_look", {}).get("status") == "ok"]
+    apart = [cell for cell in looked if cell.settings.get("workers_disagree")]
+    return (
+        f"second look: {len(looked)} of {len(ok)} ok cells measured again in a fresh worker "
+        f"(--second-look, not in their numbers); {len(apart)} whose two workers disagree (≋); "
+        "the others rest on one process (--repeat 3 measures every cell across processes)"
+    )
+
+
+def _measure(
+    planned: api.PlannedRun,
+    args: argparse.Namespace,
+    execute: Callable[[api.PlannedRun], Run],
+    on_round: Callable[[Sequence[str]], None],
+) -> Run:
+    """The planned cells, then the rounds --repeat auto adds."""
+    repeat, resumed = getattr(args, "repeat", None), getattr(args, "resume", None) is not None
+    if repeat == adaptive.AUTO and not resumed:
+        wanting = adaptive.wide_cells()
+        return adaptive.grow(
+            planned,
+            execute,
+            wanting,
+            settings=adaptive.Adaptive(),
+            clock=time.monotonic,
+            on_round=on_round,
+        )
+    return execute(planned)
+
+
+def _second_look(args: argparse.Namespace) -> float:
+    """The seconds --second-look may spend: only after a fresh run at --repeat 1."""
+    look = getattr(args, "second_look", 0.0)
+    if look < 0:
+        raise UsageError(f"--second-look {look:g} must be 0 (none) or a number of seconds")
+    fresh = getattr(args, "resume", None) is None
+    return look if getattr(args, "repeat", None) == "1" and fresh else 0.0
 
 
 def _resumed(args: argparse.Namespace) -> api.PlannedRun:

@@ -225,6 +225,16 @@ class Store:
                 ),
             )
 
+    def update_cell(self, run: Run, cell: Cell) -> None:
+        """Store ``cell`` again in place of the run's first cell of its key (an annotation
+        added after it ended, e.g. ``settings.second_look``; one worker a key)."""
+        with self._connect() as db:
+            db.execute(
+                "UPDATE cells SET data = ? WHERE run_id = ? AND seq = (SELECT MIN(seq) FROM "
+                "cells WHERE run_id = ? AND cell_key = ?)",
+                (dump(cell.to_dict()), run.id, run.id, key_text(cell.key())),
+            )
+
     def add_outcome(self, run: Run, outcome: dict[str, Any]) -> None:
         """One probe's outcome on one stack (``stackwars behave``), stored as it ends."""
         with self._connect() as db:
