@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stackwars import __version__, cli_parsers, commands
-from stackwars.config import CACHE_MODES, EXECUTORS, MATMUL_PRECISIONS
+from stackwars.config import CACHE_MODES, MATMUL_PRECISIONS
 from stackwars.errors import UsageError
 
 EXIT_BAD_INPUT = 2
@@ -105,25 +105,7 @@ def _add_run(subparsers: argparse._SubParsersAction[_Parser]) -> None:
     )
     _add_run_limits(run)
     _add_run_output(run)
-    _add_run_executor(run)
-
-
-def _add_run_executor(parser: argparse.ArgumentParser) -> None:
-    where = parser.add_argument_group("where cells run")
-    where.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default="local",
-        help="local: one cell at a time on this machine (default); ray: each cell a Ray task "
-        "starting the same worker on a cluster node, the results streamed into the store "
-        "(needs pip install 'stackwars[ray]')",
-    )
-    where.add_argument(
-        "--ray-address",
-        metavar="ADDRESS",
-        help="the Ray cluster's head, HOST:PORT as 'ray start --head' prints it (or 'auto'); "
-        "default: a Ray instance of its own on this machine",
-    )
+    cli_parsers.add_executor(run, "cells")
 
 
 def _add_run_limits(run: argparse.ArgumentParser) -> None:
@@ -132,7 +114,16 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
     limits.add_argument(
         "--memory-budget",
         metavar="SIZE",
-        help="per worker, e.g. 8GiB (default: 75%% of available memory)",
+        help="per worker, e.g. 8GiB (default: 75%% of available memory, split between --jobs)",
+    )
+    limits.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="cells measured at a time on this machine (default 1: cells timed side by side "
+        "share the cores and disturb each other's timings; more is faster, and the run "
+        "records it and warns)",
     )
     limits.add_argument(
         "--device-memory-budget",
@@ -300,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rerun.add_argument("run", metavar="RUN", help="a run id or 'latest'")
     _add_rerun_output(rerun)
-    _add_run_executor(rerun)
+    cli_parsers.add_executor(rerun, "cells")
     cli_parsers.add_behave(subparsers)
     cli_parsers.add_claims(subparsers)
     cli_parsers.add_results_commands(subparsers)

@@ -7,10 +7,30 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from stackwars.claims.files import FORMAT_HELP
+from stackwars.config import EXECUTORS
 from stackwars.timing.compare import MIN_WORKERS
 
 if TYPE_CHECKING:  # argparse's action class is not subscriptable at run time
     Subparsers = argparse._SubParsersAction[Any]
+
+
+def add_executor(parser: argparse.ArgumentParser, what: str) -> None:
+    """--executor and --ray-address: where the command's ``what`` (cells, probes) run."""
+    where = parser.add_argument_group(f"where {what} run")
+    where.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help=f"local: on this machine, --jobs at a time (default); ray: each of the {what} a Ray "
+        "task starting the same worker on a cluster node, the results streamed into the store "
+        "(needs pip install 'stackwars[ray]')",
+    )
+    where.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="the Ray cluster's head, HOST:PORT as 'ray start --head' prints it (or 'auto'); "
+        "default: a Ray instance of its own on this machine",
+    )
 
 
 def add_behave(subparsers: Subparsers) -> None:
@@ -40,11 +60,13 @@ def add_behave(subparsers: Subparsers) -> None:
         "--jobs",
         type=int,
         metavar="N",
-        help="workers at a time (default: 2, or 1 on a one-core machine); --jobs 1 leaves "
-        "each probe's per-call times (the cost of a retrace) undisturbed by another worker",
+        help="workers at a time with --executor local (default: 2, or 1 on a one-core "
+        "machine); --jobs 1 leaves each probe's per-call times (the cost of a retrace) "
+        "undisturbed by another worker",
     )
     behave.add_argument("--quiet", action="store_true", help="only the matrix")
     behave.add_argument("--workload-file", action="append", default=[], metavar="PATH")
+    add_executor(behave, "probes")
 
 
 def add_claims(subparsers: Subparsers) -> None:

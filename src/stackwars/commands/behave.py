@@ -10,6 +10,7 @@ from rich.text import Text
 
 from stackwars import api, probes
 from stackwars.behave import PROBE_TIMEOUT_S, behave_run, default_jobs
+from stackwars.config import RunOptions
 from stackwars.report.behave import behave_report
 from stackwars.report.console import report_console
 from stackwars.results.behave import Outcome, outcome_from_dict
@@ -29,18 +30,26 @@ def behave_command(args: argparse.Namespace, argv: list[str]) -> int:
         if not args.quiet:
             console.print(Text(f"{outcome.probe} on {outcome.stack}: {outcome.outcome}"))
 
-    results = api.open_store(args.db)
-    record = behave_run(
-        names,
-        args.stacks,
-        results,
-        argv=argv,
-        label=args.label or "",
-        timeout_s=args.timeout or PROBE_TIMEOUT_S,
-        workload_files=[str(Path(p).resolve()) for p in args.workload_file],
-        jobs=args.jobs or default_jobs(),
-        on_outcome=progress,
-    )
+    # Ray places the probes itself; --jobs is the local executor's.
+    jobs = args.jobs or (1 if args.executor == "ray" else default_jobs())
+    # Connected first: an executor that cannot start is one line, with nothing stored.
+    executor = api.open_executor(args.executor, args.ray_address, RunOptions(jobs=jobs))
+    try:
+        results = api.open_store(args.db)
+        record = behave_run(
+            names,
+            args.stacks,
+            results,
+            argv=argv,
+            label=args.label or "",
+            timeout_s=args.timeout or PROBE_TIMEOUT_S,
+            workload_files=[str(Path(p).resolve()) for p in args.workload_file],
+            jobs=jobs,
+            on_outcome=progress,
+            executor=executor,
+        )
+    finally:
+        executor.close()
     outcomes = [outcome_from_dict(data) for data in record.outcomes]
     for part in behave_report(outcomes, args.details):
         console.print(part, highlight=False, soft_wrap=True)

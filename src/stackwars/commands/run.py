@@ -52,6 +52,7 @@ def measure(args: argparse.Namespace) -> api.Measure:
         seed=args.seed,
         repeat=adaptive.parse_repeat(args.repeat) or MIN_WORKERS,
         order_seed=args.order_seed,
+        jobs=args.jobs,
     )
 
 
