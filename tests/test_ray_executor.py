@@ -25,6 +25,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+# One Ray head on this machine at a time: the module's tests share one xdist worker (and
+# the README's 'ray stop' runs in the serial pass, after them).
+pytestmark = pytest.mark.xdist_group("ray")
+
 from stackwars.cli import main  # noqa: E402 (after the skip: these import nothing of Ray)
 from stackwars.config import RunOptions  # noqa: E402
 from stackwars.results import metadata, store  # noqa: E402

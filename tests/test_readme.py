@@ -53,7 +53,7 @@ INSTALL_AND_RUN = (
 )
 INSTALL_AND_TEST = (
     "python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[all,dev]' "
-    "&& .venv/bin/python -m pytest"
+    '&& .venv/bin/python -m pytest -n 2 -m "not serial" && .venv/bin/python -m pytest -m serial'
 )
 # README line -> the runs that stand for it (each a stackwars argv), in this order: later
 # lines read what earlier ones stored. None: CI runs it (see the module docstring).
@@ -419,6 +419,11 @@ def stackwars(argv: list[str], folder: Path) -> subprocess.CompletedProcess[str]
     return done
 
 
+def test_ci_runs_the_readme_test_command_exactly() -> None:
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert INSTALL_AND_TEST in ci
+
+
 def test_every_readme_command_is_listed() -> None:
     assert readme_commands() == list(AS_RUN)
     not_run = [line for line, runs in AS_RUN.items() if runs is None]
@@ -426,6 +431,7 @@ def test_every_readme_command_is_listed() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_every_readme_command_works_from_another_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
