@@ -372,6 +372,9 @@ WHY = {
 
 
 # Lines that cannot run here (AS_RUN None, apart from the set-up commands CI runs), and why.
+# Lines whose exit status rests on timings taken here (the selftest's checks): run alone, in
+# the serial pass (pytest -m serial), not beside other tests; none reads what another stored.
+MEASURING = ("stackwars selftest",)
 NOT_RUN = {
     "ray start --address HEAD:6379": "a second machine joining the head: the tests have one "
     "machine (tests/test_ray_executor.py covers one node; several are not proven here)",
@@ -424,14 +427,25 @@ def test_ci_runs_the_readme_test_command_exactly() -> None:
     assert INSTALL_AND_TEST in ci
 
 
+@pytest.mark.slow
+@pytest.mark.serial
+def test_the_readme_lines_whose_status_rests_on_timings_pass_alone(tmp_path: Path) -> None:
+    for line in MEASURING:
+        for argv in AS_RUN[line] or []:
+            done = stackwars(argv, tmp_path)
+            assert "Traceback" not in done.stdout + done.stderr, line
+
+
 def test_every_readme_command_is_listed() -> None:
     assert readme_commands() == list(AS_RUN)
+    assert all(AS_RUN[line] for line in MEASURING)
     not_run = [line for line, runs in AS_RUN.items() if runs is None]
     assert not_run == [INSTALL_AND_TEST, *NOT_RUN]
 
 
 @pytest.mark.slow
-@pytest.mark.serial
+# Its Ray head (and 'ray stop') on the xdist worker that runs tests/test_ray_executor.py.
+@pytest.mark.xdist_group("ray")
 def test_every_readme_command_works_from_another_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -444,7 +458,7 @@ def test_every_readme_command_works_from_another_folder(
     monkeypatch.setenv("RAY_TMPDIR", tempfile.mkdtemp(prefix="swray-"))
     try:
         for line, runs in AS_RUN.items():
-            for argv in runs or []:
+            for argv in [] if line in MEASURING else runs or []:
                 done = stackwars(argv, tmp_path)
                 assert "Traceback" not in done.stdout + done.stderr, line
     finally:  # the README's head, also when a line between its start and stop failed
