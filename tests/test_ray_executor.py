@@ -25,10 +25,6 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-# One Ray head on this machine at a time: the module's tests share one xdist worker (and
-# the README's 'ray stop' runs in the serial pass, after them).
-pytestmark = pytest.mark.xdist_group("ray")
-
 from stackwars.cli import main  # noqa: E402 (after the skip: these import nothing of Ray)
 from stackwars.config import RunOptions  # noqa: E402
 from stackwars.results import metadata, store  # noqa: E402
@@ -163,6 +159,8 @@ def by_size(cells: list[Cell]) -> dict[tuple[str, Any], Cell]:
 
 
 @pytest.mark.slow
+# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
+@pytest.mark.serial
 def test_a_tiny_suite_on_ray_stores_what_the_local_executor_stores_and_each_node(
     cluster: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -190,6 +188,8 @@ def test_a_tiny_suite_on_ray_stores_what_the_local_executor_stores_and_each_node
 
 
 @pytest.mark.slow
+# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
+@pytest.mark.serial
 def test_behave_on_ray_stores_what_it_stores_here(cluster: str, tmp_path: Path) -> None:
     db = str(tmp_path / "db.sqlite")
     argv = ["behave", "--probes", "boolean-mask,side-effect", "--stacks", "numpy:eager"]
@@ -203,6 +203,8 @@ def test_behave_on_ray_stores_what_it_stores_here(cluster: str, tmp_path: Path) 
 
 
 @pytest.mark.slow
+# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
+@pytest.mark.serial
 def test_killed_workers_and_killed_ray_workers_become_cells_and_the_run_goes_on(
     cluster: str, tmp_path: Path
 ) -> None:
@@ -231,6 +233,8 @@ def test_killed_workers_and_killed_ray_workers_become_cells_and_the_run_goes_on(
 
 
 @pytest.mark.slow
+# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
+@pytest.mark.serial
 def test_ctrl_c_cancels_the_outstanding_tasks_and_resume_runs_only_what_is_missing(
     cluster: str, tmp_path: Path
 ) -> None:

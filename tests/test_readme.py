@@ -444,8 +444,6 @@ def test_every_readme_command_is_listed() -> None:
 
 
 @pytest.mark.slow
-# Its Ray head (and 'ray stop') on the xdist worker that runs tests/test_ray_executor.py.
-@pytest.mark.xdist_group("ray")
 def test_every_readme_command_works_from_another_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
