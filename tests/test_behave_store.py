@@ -4,12 +4,19 @@ imported, and refused by commands that need timings."""
 from __future__ import annotations
 
 import json
+from collections.abc import Generator, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
+from stackwars.behave import behave_run
 from stackwars.cli import main
 from stackwars.results.store import Store
+from stackwars.runner.behave_task import ProbeTask
+from stackwars.runner.tasks import Caches, Task
+
+R = TypeVar("R")
 
 PROBES = "boolean-mask,side-effect"
 
@@ -53,3 +60,41 @@ def test_an_unknown_probe_stores_nothing(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
     assert main(["behave", "--probes", "nope", "--db", str(db)]) == 2
     assert not db.exists() or Store(db).run_ids() == []
+
+
+class ReversedExecutor:
+    """Answers every task last first, as a cluster may, without starting a worker."""
+
+    def __init__(self) -> None:
+        self.tasks: list[Any] = []
+
+    def results(
+        self, tasks: Sequence[Task[R]], caches: Caches, reporter: Any
+    ) -> Generator[R, None, None]:
+        self.tasks = list(tasks)
+        for task in reversed(tasks):
+            yield task.not_run("works", f"faked, cache {caches.mode}", {})
+
+    def close(self) -> None:
+        """Nothing held."""
+
+
+def test_behave_draws_every_probe_and_stack_from_the_executor_given(tmp_path: Path) -> None:
+    executor = ReversedExecutor()
+    store = Store(tmp_path / "db.sqlite")
+    record = behave_run(PROBES.split(","), "numpy:eager,torch:eager", store, executor=executor)
+    assert all(isinstance(task, ProbeTask) for task in executor.tasks)
+    assert [(task.probe, task.stack) for task in executor.tasks] == [
+        ("boolean-mask", "numpy:eager"),
+        ("boolean-mask", "torch:eager"),
+        ("side-effect", "numpy:eager"),
+        ("side-effect", "torch:eager"),
+    ]
+    assert record.status == "complete" and record.finished
+    # Kept in plan order, whatever order the executor answered in.
+    assert [(o["probe"], o["stack"]) for o in record.outcomes] == [
+        (task.probe, task.stack) for task in executor.tasks
+    ]
+    stored = store.load_run(record.id)
+    assert stored.status == "complete"
+    assert {o["detail"] for o in stored.outcomes} == {"faked, cache warm"}

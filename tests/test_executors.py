@@ -5,8 +5,10 @@ out of order or is interrupted, choosing an executor, and readers that never mix
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 import sys
+import threading
 from collections.abc import Generator, Sequence
 from typing import Any
 
@@ -26,6 +28,7 @@ from stackwars.results.schema import Cell, Steady
 from stackwars.runner import executors, session
 from stackwars.runner.plan import PlannedCell
 from stackwars.runner.protocol import CellSpec
+from stackwars.runner.tasks import Caches, Where
 from stackwars.stored import machine_mismatch
 
 
@@ -59,6 +62,15 @@ class Reporter:
         self.ended.append(cell.stack)
 
 
+class Labels(Reporter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[str] = []
+
+    def start_cell(self, label: str) -> None:
+        self.started.append(label)
+
+
 class ReversedExecutor:
     """Finishes the planned cells last first, as a cluster may; can stop with Ctrl-C."""
 
@@ -66,14 +78,14 @@ class ReversedExecutor:
         self.interrupt_after = interrupt_after
         self.closed_stream = False
 
-    def cells(
-        self, planned: Sequence[PlannedCell], options: RunOptions, reporter: Any
-    ) -> Generator[Cell, None, None]:
+    def results(
+        self, tasks: Sequence[Any], caches: Caches, reporter: Any
+    ) -> Generator[Any, None, None]:
         try:
-            for count, item in enumerate(reversed(planned)):
+            for count, task in enumerate(reversed(tasks)):
                 if count == self.interrupt_after:
                     raise KeyboardInterrupt
-                yield timed(item.spec.stack, 1e-3, A, seed=count)
+                yield timed(task.item.spec.stack, 1e-3, A, seed=count)
         finally:
             self.closed_stream = True
 
@@ -111,13 +123,12 @@ def test_ctrl_c_closes_the_executor_and_keeps_what_finished() -> None:
 
 def test_the_local_executor_records_this_machine_except_for_cells_that_ran_nowhere() -> None:
     spec = CellSpec("gemm", {"n": 8}, "numpy:eager")
-    skipped = PlannedCell(spec, skip_reason="not here")
-    (cell,) = executors.LocalExecutor().cells([skipped], RunOptions(), Reporter())
+    skipped = session.CellTask(PlannedCell(spec, skip_reason="not here"), RunOptions(), 0)
+    (cell,) = executors.LocalExecutor().results([skipped], Caches(), Reporter())
     assert cell.status == "unsupported" and cell.node == {"executor": "local"}
-    assert executors.ran_on("local", PlannedCell(spec), {"fingerprint": "f"}) == {
-        "executor": "local",
-        "fingerprint": "f",
-    }
+    refused = session.CellTask(PlannedCell(spec), RunOptions(), 0)
+    lost = refused.not_run("error", "its node left", {"executor": "ray"})
+    assert (lost.status, lost.reason, lost.node) == ("error", "its node left", {"executor": "ray"})
 
 
 def test_choosing_an_executor_is_checked() -> None:
@@ -208,3 +219,74 @@ def test_history_keeps_the_cells_of_one_run_on_two_machines_in_two_series() -> N
         "gemm(n=8) numpy:eager @ cpu on machine aaaaaaaaaaaa": 2,
         "gemm(n=8) numpy:eager @ cpu on machine bbbbbbbbbbbb": 1,
     }
+
+
+class Meeting:
+    """A task that ends only when another task meets it: they must run at the same time."""
+
+    def __init__(self, barrier: threading.Barrier, name: str) -> None:
+        self.barrier, self.name = barrier, name
+
+    def label(self) -> str:
+        return self.name
+
+    def placement(self) -> None:
+        return None
+
+    def run(self, where: Where) -> str:
+        self.barrier.wait()  # raises BrokenBarrierError if the other never comes
+        return f"{self.name} on {where.node['executor']}"
+
+    def not_run(self, status: str, reason: str, node: dict[str, Any]) -> str:
+        return status
+
+
+class Failing(Meeting):
+    def run(self, where: Where) -> str:
+        raise ValueError(f"{self.name} failed")
+
+
+def test_the_local_executor_runs_jobs_tasks_at_a_time_and_hands_back_their_errors() -> None:
+    barrier = threading.Barrier(2, timeout=60)
+    tasks = [Meeting(barrier, "a"), Meeting(barrier, "b")]
+    reporter = Labels()
+    ended = list(executors.LocalExecutor(jobs=2).results(tasks, Caches(), reporter))
+    assert sorted(ended) == ["a on local", "b on local"] and reporter.started == ["a", "b"]
+    lonely = [Meeting(threading.Barrier(2, timeout=0.1), "c")]
+    alone = executors.LocalExecutor(jobs=1).results(lonely, Caches(), Labels())
+    with pytest.raises(threading.BrokenBarrierError):
+        list(alone)
+    failing = executors.LocalExecutor(jobs=2).results([Failing(barrier, "d")], Caches(), Labels())
+    with pytest.raises(ValueError, match="d failed"):
+        list(failing)
+
+
+def test_jobs_are_checked_recorded_and_warned_about(tmp_path: Any) -> None:
+    with pytest.raises(UsageError, match="--jobs 0 must be at least 1"):
+        api.plan_run(api.Selection(workload="gemm"), api.Measure(jobs=0))
+    with pytest.raises(UsageError, match="--jobs 2 is for --executor local"):
+        api.open_executor("ray", None, RunOptions(jobs=2))
+    planned = api.plan_run(api.Selection(workload="gemm"), api.Measure(jobs=2))
+    assert planned.record.options["jobs"] == 2
+    assert any(w.startswith("--jobs 2: cells run 2 at a time") for w in planned.warnings)
+    alone = api.plan_run(api.Selection(workload="gemm"), api.Measure())
+    assert planned.options.memory_budget < alone.options.memory_budget
+    assert not any("--jobs" in w for w in alone.warnings)
+    executor = api.open_executor("local", None, planned.options)
+    assert isinstance(executor, executors.LocalExecutor) and executor.jobs == 2
+
+
+@pytest.mark.slow
+def test_run_jobs_2_measures_eager_cells_side_by_side_and_records_it(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run.json"
+    argv = ["run", "--workload", "gemm", "--param", "n=32,64", "--stacks", "numpy:eager"]
+    argv += ["--budget", "0.05", "--quiet", "--jobs", "2", "--json", str(out)]
+    assert main([*argv, "--db", str(tmp_path / "db.sqlite")]) == 0
+    assert "--jobs 2: cells run 2 at a time" in capsys.readouterr().err
+    written = json.loads(out.read_text())
+    assert written["run"]["options"]["jobs"] == 2 and written["run"]["status"] == "complete"
+    cells = written["cells"]
+    assert [cell["params"]["n"] for cell in cells] == [32, 64]  # in plan order
+    assert all(cell["status"] == "ok" and cell["node"]["executor"] == "local" for cell in cells)

@@ -95,6 +95,7 @@ def measured(
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_broken_or_missing_candidate_cell_fails_the_gate(tmp_path: Path) -> None:
     base = measured(tmp_path, "base", cells=TWO_SIZES)
     broken = measured(tmp_path, "broken", cells=TWO_SIZES, env={"REGRESS_FAIL": "1"})
@@ -116,6 +117,7 @@ def test_a_broken_or_missing_candidate_cell_fails_the_gate(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_memory_regression_fails_its_own_limit(tmp_path: Path) -> None:
     base = measured(tmp_path, "base", "--repeat", "3")
     heavy = measured(tmp_path, "heavy", "--repeat", "3", env={"REGRESS_HOLD_MB": "400"})
@@ -133,6 +135,7 @@ def test_a_memory_regression_fails_its_own_limit(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_an_ab_session_stops_when_a_large_regression_is_decided(tmp_path: Path) -> None:
     argv = ["ab", "--candidate-env", "REGRESS_EXTRA=3", "--fail-above", "5"]
     argv += ["--out", str(tmp_path / "s"), "--json", str(tmp_path / "ab.json")]
@@ -151,6 +154,7 @@ def test_an_ab_session_stops_when_a_large_regression_is_decided(tmp_path: Path) 
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_an_ab_session_fails_a_broken_candidate_and_says_why(tmp_path: Path) -> None:
     argv = ["ab", "--candidate-env", "REGRESS_FAIL=1", "--fail-above", "5"]
     done = stackwars(*argv, "--out", str(tmp_path / "s"), "--", *CELL, *QUICK, cwd=tmp_path)

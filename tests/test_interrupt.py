@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -16,20 +18,27 @@ import pytest
 pytestmark = pytest.mark.slow
 
 FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
+TAG = "STACKWARS_TEST_RUN"  # marks the workers of the run this test starts
 
 
-def workers_alive(since: float) -> list[psutil.Process]:
+def workers_alive(since: float, tag: str) -> list[psutil.Process]:
+    """Timing workers started since ``since`` whose environment carries ``tag`` (inherited
+    from the run given it), whatever else runs on the machine (other tests under xdist)."""
     alive = []
     for process in psutil.process_iter(["cmdline", "create_time"]):
         cmdline = process.info["cmdline"] or []
         if "stackwars.runner.worker" in cmdline and process.info["create_time"] >= since - 1:
-            alive.append(process)
+            try:
+                if process.environ().get(TAG) == tag:
+                    alive.append(process)
+            except psutil.Error:
+                continue  # ended meanwhile
     return alive
 
 
 def test_interrupt_keeps_finished_cells_and_kills_the_worker(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
-    started = time.time()
+    started, tag = time.time(), uuid.uuid4().hex
     # Two cells that hang: the first ends by its 2 s timeout, the second is interrupted.
     # A shell starts background jobs (nohup ... &) with SIGINT ignored, and an ignored signal
     # stays ignored across exec: give this process a handler, which exec resets to the default.
@@ -57,6 +66,7 @@ def test_interrupt_keeps_finished_cells_and_kills_the_worker(tmp_path: Path) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, TAG: tag},
     )
     signal.signal(signal.SIGINT, previous)
     # Wait until the second cell's worker is up: a second worker process, however slowly the
@@ -64,13 +74,13 @@ def test_interrupt_keeps_finished_cells_and_kills_the_worker(tmp_path: Path) -> 
     seen: set[int] = set()
     deadline = time.time() + 60
     while len(seen) < 2 and time.time() < deadline:
-        seen.update(process.pid for process in workers_alive(started))
+        seen.update(process.pid for process in workers_alive(started, tag))
         time.sleep(0.05)
     run.send_signal(signal.SIGINT)
     _, err = run.communicate(timeout=60)
     assert run.returncode == 130, err
     assert "interrupted" in err
-    assert workers_alive(started) == []
+    assert workers_alive(started, tag) == []
     with sqlite3.connect(db) as connection:
         (status,) = connection.execute("SELECT status FROM runs").fetchone()
         cells = connection.execute("SELECT status FROM cells").fetchall()

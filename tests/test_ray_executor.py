@@ -26,9 +26,10 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from stackwars.cli import main  # noqa: E402 (after the skip: these import nothing of Ray)
+from stackwars.config import RunOptions  # noqa: E402
 from stackwars.results import metadata, store  # noqa: E402
 from stackwars.results.schema import Cell  # noqa: E402
-from stackwars.runner import ray_executor  # noqa: E402
+from stackwars.runner import ray_executor, session  # noqa: E402
 from stackwars.runner.plan import PlannedCell  # noqa: E402
 from stackwars.runner.protocol import CellSpec  # noqa: E402
 
@@ -158,6 +159,8 @@ def by_size(cells: list[Cell]) -> dict[tuple[str, Any], Cell]:
 
 
 @pytest.mark.slow
+# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
+@pytest.mark.serial
 def test_a_tiny_suite_on_ray_stores_what_the_local_executor_stores_and_each_node(
     cluster: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -185,6 +188,23 @@ def test_a_tiny_suite_on_ray_stores_what_the_local_executor_stores_and_each_node
 
 
 @pytest.mark.slow
+# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
+@pytest.mark.serial
+def test_behave_on_ray_stores_what_it_stores_here(cluster: str, tmp_path: Path) -> None:
+    db = str(tmp_path / "db.sqlite")
+    argv = ["behave", "--probes", "boolean-mask,side-effect", "--stacks", "numpy:eager"]
+    assert main([*argv, "--quiet", "--executor", "ray", "--ray-address", cluster, "--db", db]) == 0
+    record = store.Store(Path(db)).load_run("latest")
+    assert record.kind == "behave" and record.status == "complete"
+    assert [(o["probe"], o["outcome"]) for o in record.outcomes] == [
+        ("boolean-mask", "works"),
+        ("side-effect", "works"),
+    ]
+
+
+@pytest.mark.slow
+# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
+@pytest.mark.serial
 def test_killed_workers_and_killed_ray_workers_become_cells_and_the_run_goes_on(
     cluster: str, tmp_path: Path
 ) -> None:
@@ -213,6 +233,8 @@ def test_killed_workers_and_killed_ray_workers_become_cells_and_the_run_goes_on(
 
 
 @pytest.mark.slow
+# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
+@pytest.mark.serial
 def test_ctrl_c_cancels_the_outstanding_tasks_and_resume_runs_only_what_is_missing(
     cluster: str, tmp_path: Path
 ) -> None:
@@ -265,31 +287,42 @@ def socket_bound() -> Iterator[int]:
         yield bound.getsockname()[1]
 
 
-def planned(device: str = "cpu", predicted: int | None = None) -> PlannedCell:
-    return PlannedCell(CellSpec("gemm", {"n": 8}, "jax:jit", device), predicted_bytes=predicted)
+def planned(
+    device: str = "cpu", predicted: int | None = None, force: bool = False
+) -> session.CellTask:
+    cell = PlannedCell(CellSpec("gemm", {"n": 8}, "jax:jit", device), predicted_bytes=predicted)
+    return session.CellTask(cell, RunOptions(force=force), 0)
+
+
+def resources(
+    task: session.CellTask, nodes: list[dict[str, float]]
+) -> tuple[dict[str, Any], str, str]:
+    placement = task.placement()
+    assert placement is not None
+    return ray_executor.task_resources(placement, nodes)
 
 
 def test_a_cpu_cell_asks_for_every_cpu_of_the_largest_node_and_its_predicted_memory() -> None:
     nodes = [{"CPU": 8.0, "memory": 30 * GIB}, {"CPU": 16.0, "memory": 60 * GIB}]
-    request, status, _ = ray_executor.task_resources(planned(predicted=2 * GIB), nodes, False)
+    request, status, _ = resources(planned(predicted=2 * GIB), nodes)
     assert request == {"num_cpus": 16.0, "memory": 2 * GIB} and status == ""
     assert ray_executor.fits(request, nodes[1]) and not ray_executor.fits(request, nodes[0])
 
 
 def test_a_device_cell_asks_for_one_device_and_ends_unsupported_where_none_is() -> None:
     gpu_nodes = [{"CPU": 8.0, "GPU": 2.0, "memory": 30 * GIB}]
-    request, status, _ = ray_executor.task_resources(planned("gpu"), gpu_nodes, False)
+    request, status, _ = resources(planned("gpu"), gpu_nodes)
     assert request == {"num_cpus": 1, "num_gpus": 1} and status == ""
-    request, status, reason = ray_executor.task_resources(planned("tpu"), gpu_nodes, False)
+    request, status, reason = resources(planned("tpu"), gpu_nodes)
     assert request["resources"] == {"TPU": 1}
     assert status == "unsupported" and reason == "no node of the Ray cluster has a TPU Ray knows of"
 
 
 def test_a_cell_no_node_has_memory_for_is_oom_unless_forced() -> None:
     nodes = [{"CPU": 2.0, "memory": 4 * GIB}]
-    request, status, reason = ray_executor.task_resources(planned(predicted=8 * GIB), nodes, False)
+    request, status, reason = resources(planned(predicted=8 * GIB), nodes)
     assert status == "oom" and "predicted peak 8.00 GiB" in reason and "largest 4.00" in reason
-    request, status, _ = ray_executor.task_resources(planned(predicted=8 * GIB), nodes, True)
+    request, status, _ = resources(planned(predicted=8 * GIB, force=True), nodes)
     assert request == {"num_cpus": 2.0} and status == ""
 
 

@@ -53,7 +53,7 @@ INSTALL_AND_RUN = (
 )
 INSTALL_AND_TEST = (
     "python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[all,dev]' "
-    "&& .venv/bin/python -m pytest"
+    '&& .venv/bin/python -m pytest -n 2 -m "not serial" && .venv/bin/python -m pytest -m serial'
 )
 # README line -> the runs that stand for it (each a stackwars argv), in this order: later
 # lines read what earlier ones stored. None: CI runs it (see the module docstring).
@@ -386,6 +386,9 @@ WHY = {
 
 
 # Lines that cannot run here (AS_RUN None, apart from the set-up commands CI runs), and why.
+# Lines whose exit status rests on timings taken here (the selftest's checks): run alone, in
+# the serial pass (pytest -m serial), not beside other tests; none reads what another stored.
+MEASURING = ("stackwars selftest",)
 NOT_RUN = {
     "ray start --address HEAD:6379": "a second machine joining the head: the tests have one "
     "machine (tests/test_ray_executor.py covers one node; several are not proven here)",
@@ -433,8 +436,23 @@ def stackwars(argv: list[str], folder: Path) -> subprocess.CompletedProcess[str]
     return done
 
 
+def test_ci_runs_the_readme_test_command_exactly() -> None:
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert INSTALL_AND_TEST in ci
+
+
+@pytest.mark.slow
+@pytest.mark.serial
+def test_the_readme_lines_whose_status_rests_on_timings_pass_alone(tmp_path: Path) -> None:
+    for line in MEASURING:
+        for argv in AS_RUN[line] or []:
+            done = stackwars(argv, tmp_path)
+            assert "Traceback" not in done.stdout + done.stderr, line
+
+
 def test_every_readme_command_is_listed() -> None:
     assert readme_commands() == list(AS_RUN)
+    assert all(AS_RUN[line] for line in MEASURING)
     not_run = [line for line, runs in AS_RUN.items() if runs is None]
     assert not_run == [INSTALL_AND_TEST, *NOT_RUN]
 
@@ -452,7 +470,7 @@ def test_every_readme_command_works_from_another_folder(
     monkeypatch.setenv("RAY_TMPDIR", tempfile.mkdtemp(prefix="swray-"))
     try:
         for line, runs in AS_RUN.items():
-            for argv in runs or []:
+            for argv in [] if line in MEASURING else runs or []:
                 done = stackwars(argv, tmp_path)
                 assert "Traceback" not in done.stdout + done.stderr, line
     finally:  # the README's head, also when a line between its start and stop failed

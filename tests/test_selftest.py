@@ -51,6 +51,7 @@ def failed(checks: list[Check]) -> set[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_every_installed_stack_passes_in_fresh_workers(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -107,6 +108,7 @@ def no_wait_jax(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NoW
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_async_stack_whose_sync_does_not_wait_fails_physical_and_dispatch(
     no_wait_jax: NoWaitJax,
 ) -> None:

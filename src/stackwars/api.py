@@ -27,6 +27,7 @@ from stackwars.config import (
     choose,
     default_device_budget,
     default_memory_budget,
+    jobs_warnings,
     option_warnings,
     parse_device,
     parse_size,
@@ -119,6 +120,7 @@ class Measure:
     allocator_conf: str | None = None  # PYTORCH_CUDA_ALLOC_CONF for torch on a gpu
     matmul_precision: str = "highest"  # highest, high or default (config.MATMUL_PRECISIONS)
     inputs: str = "resident"  # or per-call: placed on the device inside every timed call
+    jobs: int = 1  # cells at a time on this machine (--jobs; config.RunOptions.jobs)
     seed: int = 0
     repeat: int = 1
     order_seed: int = 0
@@ -171,6 +173,8 @@ def run_options(
         raise UsageError(f"--timeout {measure.timeout_s} must be a positive number of seconds")
     if measure.threads is not None and measure.threads < 1:
         raise UsageError(f"--threads {measure.threads} must be at least 1")
+    if measure.jobs < 1:
+        raise UsageError(f"--jobs {measure.jobs} must be at least 1")
     budget = parse_size(measure.memory_budget) if measure.memory_budget else None
     cache, cache_root = _cache(measure, suite)
     device = parse_device(device)
@@ -180,7 +184,8 @@ def run_options(
         if measure.device_memory_budget
         else default_device_budget(device, metadata.gpu_memory_bytes()),
         timeout_s=measure.timeout_s or RunOptions.timeout_s,
-        memory_budget=budget or default_memory_budget(),
+        # Workers side by side share the memory: the default budget is split between them.
+        memory_budget=budget or default_memory_budget() // measure.jobs,
         cache=cache,
         threads=measure.threads,
         x64=measure.x64,
@@ -194,6 +199,7 @@ def run_options(
         allocator_conf=measure.allocator_conf or "",
         matmul_precision=choose("matmul precision", measure.matmul_precision, MATMUL_PRECISIONS),
         inputs=choose("inputs", measure.inputs, INPUT_MODES),
+        jobs=measure.jobs,
     )
 
 
@@ -252,6 +258,7 @@ def plan_cells(
     record = _new_run(options, cells, argv, label)
     planned = plan.plan(cells, *budgets(options))
     warnings = machine_warnings(record.machine) + option_warnings(options)
+    warnings += jobs_warnings(options)
     return PlannedRun(record, planned, options, warnings)
 
 
@@ -269,7 +276,8 @@ def plan_rerun(
     cells = [CellSpec(**spec) for spec in old.planned]
     record = _new_run(options, cells, argv, label)
     planned = plan.plan(cells, *budgets(options))
-    return PlannedRun(record, planned, options, machine_warnings(record.machine))
+    warnings = machine_warnings(record.machine) + jobs_warnings(options)
+    return PlannedRun(record, planned, options, warnings)
 
 
 def _new_run(
@@ -344,7 +352,7 @@ def execute(
         sinks.append(lambda current, _cell: current.write_json(json_path))
     results.begin_run(record)
     try:
-        runner = executor or executors.LocalExecutor()
+        runner = executor or executors.LocalExecutor(planned.options.jobs)
         session.execute(planned.cells, planned.options, record, sinks, reporter, executor=runner)
     finally:
         results.finish_run(record)

@@ -104,6 +104,9 @@ class RunOptions:
     allocator_conf: str = ""  # PYTORCH_CUDA_ALLOC_CONF for torch's cells on a gpu
     matmul_precision: str = "highest"
     inputs: str = "resident"  # INPUT_MODES
+    # Cells measured at a time by the local executor: 1 unless asked, since cells timed side by
+    # side share the cores and disturb each other's numbers.
+    jobs: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -130,6 +133,17 @@ def check_fraction(fraction: float | None) -> float | None:
             "a framework may take, e.g. 0.5"
         )
     return fraction
+
+
+def jobs_warnings(options: RunOptions) -> list[str]:
+    """--jobs above 1: what it costs the numbers."""
+    if options.jobs == 1:
+        return []
+    return [
+        f"--jobs {options.jobs}: cells run {options.jobs} at a time, so their timings share "
+        "this machine's cores and memory bandwidth and disturb each other; compare them only "
+        "with runs made the same way (the run records jobs in its options)"
+    ]
 
 
 def option_warnings(options: RunOptions) -> list[str]:

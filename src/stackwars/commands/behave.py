@@ -10,7 +10,8 @@ from rich.text import Text
 
 from stackwars import api, probes
 from stackwars.behave import PROBE_TIMEOUT_S, behave_run, default_jobs
-from stackwars.commands.options import Subparsers, add_db, add_workload_files
+from stackwars.commands.options import Subparsers, add_db, add_executor, add_workload_files
+from stackwars.config import RunOptions
 from stackwars.report.behave import behave_report
 from stackwars.report.console import report_console
 from stackwars.results.behave import Outcome, outcome_from_dict
@@ -41,11 +42,13 @@ def add_behave(subparsers: Subparsers) -> None:
         "--jobs",
         type=int,
         metavar="N",
-        help="workers at a time (default: 2, or 1 on a one-core machine); --jobs 1 leaves "
-        "each probe's per-call times (the cost of a retrace) undisturbed by another worker",
+        help="workers at a time with --executor local (default: 2, or 1 on a one-core "
+        "machine); --jobs 1 leaves each probe's per-call times (the cost of a retrace) "
+        "undisturbed by another worker",
     )
     parser.add_argument("--quiet", action="store_true", help="only the matrix")
     add_workload_files(parser)
+    add_executor(parser, "probes")
     parser.set_defaults(handler=behave_command)
 
 
@@ -63,18 +66,26 @@ def behave_command(args: argparse.Namespace, argv: list[str]) -> int:
         if not args.quiet:
             console.print(Text(f"{outcome.probe} on {outcome.stack}: {outcome.outcome}"))
 
-    results = api.open_store(args.db)
-    record = behave_run(
-        names,
-        args.stacks,
-        results,
-        argv=argv,
-        label=args.label or "",
-        timeout_s=args.timeout or PROBE_TIMEOUT_S,
-        workload_files=[str(Path(p).resolve()) for p in args.workload_file],
-        jobs=args.jobs or default_jobs(),
-        on_outcome=progress,
-    )
+    # Ray places the probes itself; --jobs is the local executor's.
+    jobs = args.jobs or (1 if args.executor == "ray" else default_jobs())
+    # Connected first: an executor that cannot start is one line, with nothing stored.
+    executor = api.open_executor(args.executor, args.ray_address, RunOptions(jobs=jobs))
+    try:
+        results = api.open_store(args.db)
+        record = behave_run(
+            names,
+            args.stacks,
+            results,
+            argv=argv,
+            label=args.label or "",
+            timeout_s=args.timeout or PROBE_TIMEOUT_S,
+            workload_files=[str(Path(p).resolve()) for p in args.workload_file],
+            jobs=jobs,
+            on_outcome=progress,
+            executor=executor,
+        )
+    finally:
+        executor.close()
     outcomes = [outcome_from_dict(data) for data in record.outcomes]
     for part in behave_report(outcomes, args.details):
         console.print(part, highlight=False, soft_wrap=True)

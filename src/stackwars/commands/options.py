@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, TypeAlias
 
+from stackwars.config import EXECUTORS
+
 # Written as a string: argparse's action class is not subscriptable at run time.
 Subparsers: TypeAlias = "argparse._SubParsersAction[Any]"
 
@@ -63,4 +65,23 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a cell ok in the baseline and failed or absent in the candidate does not fail "
         "the gate (it is still listed)",
+    )
+
+
+def add_executor(parser: argparse.ArgumentParser, what: str) -> None:
+    """--executor and --ray-address: where the command's ``what`` (cells, probes) run."""
+    where = parser.add_argument_group(f"where {what} run")
+    where.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help=f"local: on this machine, --jobs at a time (default); ray: each of the {what} a Ray "
+        "task starting the same worker on a cluster node, the results streamed into the store "
+        "(needs pip install 'stackwars[ray]')",
+    )
+    where.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="the Ray cluster's head, HOST:PORT as 'ray start --head' prints it (or 'auto'); "
+        "default: a Ray instance of its own on this machine",
     )

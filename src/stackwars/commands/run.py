@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from stackwars import adaptive, api
-from stackwars.commands.options import Subparsers, add_db
-from stackwars.config import CACHE_MODES, EXECUTORS, INPUT_MODES, MATMUL_PRECISIONS, RunOptions
+from stackwars.commands.options import Subparsers, add_db, add_executor
+from stackwars.config import CACHE_MODES, INPUT_MODES, MATMUL_PRECISIONS, RunOptions
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stacks
 from stackwars.report import profile as render
@@ -78,7 +78,7 @@ def add_run(subparsers: Subparsers) -> None:
     )
     _add_run_limits(parser)
     _add_run_output(parser)
-    _add_run_executor(parser)
+    add_executor(parser, "cells")
     parser.set_defaults(handler=run)
 
 
@@ -88,26 +88,8 @@ def add_rerun(subparsers: Subparsers) -> None:
     )
     parser.add_argument("run", metavar="RUN", help="a run id or 'latest'")
     _add_rerun_output(parser)
-    _add_run_executor(parser)
+    add_executor(parser, "cells")
     parser.set_defaults(handler=rerun)
-
-
-def _add_run_executor(parser: argparse.ArgumentParser) -> None:
-    where = parser.add_argument_group("where cells run")
-    where.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default="local",
-        help="local: one cell at a time on this machine (default); ray: each cell a Ray task "
-        "starting the same worker on a cluster node, the results streamed into the store "
-        "(needs pip install 'stackwars[ray]')",
-    )
-    where.add_argument(
-        "--ray-address",
-        metavar="ADDRESS",
-        help="the Ray cluster's head, HOST:PORT as 'ray start --head' prints it (or 'auto'); "
-        "default: a Ray instance of its own on this machine",
-    )
 
 
 def _add_run_limits(run: argparse.ArgumentParser) -> None:
@@ -116,7 +98,16 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
     limits.add_argument(
         "--memory-budget",
         metavar="SIZE",
-        help="per worker, e.g. 8GiB (default: 75%% of available memory)",
+        help="per worker, e.g. 8GiB (default: 75%% of available memory, split between --jobs)",
+    )
+    limits.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="cells measured at a time on this machine (default 1: cells timed side by side "
+        "share the cores and disturb each other's timings; more is faster, and the run "
+        "records it and warns)",
     )
     limits.add_argument(
         "--device-memory-budget",
@@ -307,6 +298,7 @@ def measure(args: argparse.Namespace) -> api.Measure:
         seed=args.seed,
         repeat=adaptive.parse_repeat(args.repeat) or MIN_WORKERS,
         order_seed=args.order_seed,
+        jobs=args.jobs,
     )
 
 

@@ -1,42 +1,31 @@
-"""Where a run's cells execute: the executors session.py's run loop draws results from.
+"""Where a batch's tasks execute: the executors session.py's run loop draws results from.
 
-``local`` (the default) runs one cell at a time in a fresh worker on this machine. ``ray``
-(runner/ray_executor.py, imported only when asked for: Ray is an optional extra) runs each cell
-as a Ray task that starts the very same worker on the node the task lands on. Both measure a
-cell with :func:`measure_cell` (the worker, its timeout and memory budget, the compile-cache
-folder, the warm start), so a cell means the same thing wherever it ran, and both record in
-each cell the machine it ran on (``Cell.node``).
+``local`` (the default) runs the tasks on this machine, each in fresh workers, ``jobs`` at a
+time (one by default for a run: cells timed side by side share the cores and disturb each
+other). ``ray`` (runner/ray_executor.py, imported only when asked for: Ray is an optional
+extra) runs each task as a Ray task that starts the very same workers on the node it lands on.
+A task measures itself (runner/tasks.py; a cell with ``session.measure_cell``), so a result
+means the same thing wherever it ran, and both record in each cell the machine it ran on
+(``Cell.node``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
+import queue
 import sys
-from collections.abc import Callable, Generator, Sequence
-from pathlib import Path
-from typing import Any
+import threading
+from collections.abc import Generator, Sequence
+from typing import Any, TypeVar
 
 from stackwars.config import EXECUTORS, RunOptions, choose
 from stackwars.errors import UsageError
 from stackwars.results.metadata import node_info
-from stackwars.results.schema import Cell
-from stackwars.runner.isolate import failed_cell, run_in_worker
-from stackwars.runner.plan import PlannedCell
-from stackwars.runner.protocol import Request
-from stackwars.runner.session import CacheFolders, Executor, Reporter, request_for
+from stackwars.runner.tasks import Caches, Executor, Task, TaskReporter, Where
+
+R = TypeVar("R")
 
 RAY_INSTALL = "pip install 'stackwars[ray]'"
-
-# The warm worker only needs its first run: a few blocks of steady state keep parity and the
-# protocol intact at a small fraction of a cell's cost.
-WARM_START_TIMING = {
-    "steady_budget_s": 0.05,
-    "min_steady_s": 0.01,
-    "min_blocks": 3,
-    "warmup_budget_s": 0.05,
-    "latency_budget_s": 0.0,
-}
 
 
 class RayMissingError(UsageError):
@@ -53,7 +42,12 @@ def open_executor(name: str, address: str | None, options: RunOptions) -> Execut
                 "--ray-address is where --executor ray sends cells; add --executor ray, or "
                 "drop --ray-address to run here"
             )
-        return LocalExecutor()
+        return LocalExecutor(options.jobs)
+    if options.jobs > 1:
+        raise UsageError(
+            f"--jobs {options.jobs} is for --executor local; Ray runs as many cells at a time "
+            "as the cluster's resources allow"
+        )
     if address is None and "ray" not in sys.modules:
         # A Ray instance of stackwars' own serves this machine only: it listens on loopback
         # (Ray reads this variable when imported) and reports no usage statistics.
@@ -70,71 +64,59 @@ def open_executor(name: str, address: str | None, options: RunOptions) -> Execut
     return ray_executor.RayExecutor.connect(address, options)
 
 
-def measure_cell(
-    item: PlannedCell,
-    options: RunOptions,
-    caches: CacheFolders,
-    index: int,
-    on_progress: Callable[[str], None] | None = None,
-) -> Cell:
-    """One planned cell's result: its skip status, or its measurement in a fresh worker (and,
-    with --cache cold-then-warm, its first run again in a second worker)."""
-    if item.skip_reason:
-        request = request_for(item.spec, options, Path())
-        cell = failed_cell(request, item.skip_status, item.skip_reason)
-    else:
-        folder = caches.for_cell(index)
-        try:
-            request = request_for(item.spec, options, folder)
-            cell = run_in_worker(
-                request, options.timeout_s, options.memory_budget, on_progress=on_progress
-            )
-            if options.cache == "cold-then-warm" and cell.status == "ok":
-                if on_progress is not None:
-                    on_progress("first run again, with the compile cache it filled")
-                _measure_warm_start(cell, request, options)
-        finally:
-            caches.release(folder)
-    cell.memory.predicted_bytes = item.predicted_bytes
-    cell.memory.predicted_device_bytes = item.predicted_device_bytes
-    return cell
-
-
-def _measure_warm_start(cell: Cell, request: Request, options: RunOptions) -> None:
-    """The first run again in a fresh worker that finds the cache ``request``'s worker filled."""
-    warm_request = dataclasses.replace(
-        request, timing=dataclasses.replace(request.timing, **WARM_START_TIMING)
-    )
-    warm = run_in_worker(warm_request, options.timeout_s, options.memory_budget)
-    start = cell.warm_start
-    start.status, start.reason, start.wall_s = warm.status, warm.reason, warm.wall_s
-    if warm.status == "ok":
-        start.first_run_s = warm.times.first_run_s
-        start.first_run_breakdown = warm.first_run_breakdown
-        start.compiles_first_run = warm.compiles.first_run
-
-
-def ran_on(executor: str, item: PlannedCell, node: dict[str, Any]) -> dict[str, Any]:
-    """A cell's ``node``: the executor, and the machine, unless the cell ran nowhere."""
-    return {"executor": executor} if item.skip_reason else {"executor": executor, **node}
-
-
 class LocalExecutor:
-    """Today's way: the cells one after another, each in a fresh worker on this machine."""
+    """The tasks on this machine, each in fresh workers, ``jobs`` at a time."""
 
-    def cells(
-        self, planned: Sequence[PlannedCell], options: RunOptions, reporter: Reporter
-    ) -> Generator[Cell, None, None]:
-        node = node_info()
-        caches = CacheFolders(options.cache, options.cache_root)
+    def __init__(self, jobs: int = 1) -> None:
+        if jobs < 1:
+            raise UsageError(f"--jobs {jobs} must be at least 1")
+        self.jobs = jobs
+
+    def results(
+        self, tasks: Sequence[Task[R]], caches: Caches, reporter: TaskReporter
+    ) -> Generator[R, None, None]:
+        folders = caches.open()
+        node = {"executor": "local", **node_info()}
         try:
-            for index, item in enumerate(planned):
-                reporter.start_cell(item.spec.label())
-                cell = measure_cell(item, options, caches, index, reporter.phase)
-                cell.node = ran_on("local", item, node)
-                yield cell
+            if self.jobs == 1:
+                for task in tasks:
+                    reporter.start_cell(task.label())
+                    yield task.run(Where(folders, node, reporter.phase))
+            else:
+                yield from _side_by_side(tasks, self.jobs, Where(folders, node), reporter)
         finally:
-            caches.close()
+            folders.close()
 
     def close(self) -> None:
-        """Nothing to release: each worker ended with its cell."""
+        """Nothing to release: each worker ended with its task."""
+
+
+def _side_by_side(
+    tasks: Sequence[Task[R]], jobs: int, where: Where, reporter: TaskReporter
+) -> Generator[R, None, None]:
+    """Each task in a thread of its own, ``jobs`` at a time, started from this thread (which
+    alone talks to ``reporter``); phases are not reported, since several workers interleave.
+
+    The threads only wait for their workers. They are daemons so that Ctrl-C ends the command
+    at once: closing stops starting tasks, and the running workers die with this process
+    (runner/child.py)."""
+    done: queue.Queue[tuple[bool, Any]] = queue.Queue()
+
+    def one(task: Task[R]) -> None:
+        try:
+            done.put((True, task.run(where)))
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            done.put((False, exc))
+
+    waiting, running = list(reversed(tasks)), 0
+    while waiting or running:
+        while waiting and running < jobs:
+            task = waiting.pop()
+            reporter.start_cell(task.label())
+            threading.Thread(target=one, args=(task,), daemon=True).start()
+            running += 1
+        ended, value = done.get()
+        running -= 1
+        if not ended:
+            raise value
+        yield value

@@ -1,14 +1,16 @@
-"""Cells as Ray tasks (``stackwars run --executor ray``): the only module that imports Ray,
-and only when that executor is asked for (runner/executors.py).
+"""Tasks as Ray tasks (``stackwars run --executor ray``, ``behave --executor ray``): the only
+module that imports Ray, and only when that executor is asked for (runner/executors.py).
 
-Each cell is one task that runs :func:`executors.measure_cell` on the node Ray places it on:
-the same isolated worker, started through runner/child.py, under the same timeout and memory
-budget as on one machine. Ray adds placement, not a second way to measure. A task asks for
-what keeps its numbers honest: every CPU of a node for a CPU cell (two timed cells never share
-cores; with nodes of different sizes that is the largest node's count, so CPU cells go to the
-largest nodes), one GPU (or TPU) for a device cell, and the plan's predicted peak as memory.
-A cell no node could ever take ends at once as data (``unsupported``, ``oom``) instead of
-waiting forever, and so do waiting cells when the nodes that could take them leave.
+Each task (runner/tasks.py: a cell, a probe on a stack) is one Ray task that runs the task's
+own ``run`` on the node Ray places it on: the same isolated workers, started through
+runner/child.py, under the same timeout and memory budget as on one machine (a cell through
+``session.measure_cell``). Ray adds placement, not a second way to measure. A task asks for
+what its :class:`~stackwars.runner.tasks.Placement` says keeps its numbers honest: every CPU of
+a node for a CPU cell (two timed cells never share cores; with nodes of different sizes that is
+the largest node's count, so CPU cells go to the largest nodes), one CPU for a probe, one GPU
+(or TPU) for a device cell, and the plan's predicted peak as memory. A task no node could ever
+take ends at once as data (``unsupported``, ``oom``) instead of waiting forever, and so do
+waiting tasks when the nodes that could take them leave.
 
 Results come back as each task ends (``ray.wait``) and go to the run loop (session.py), which
 stores them. A task whose worker process or node dies becomes that cell's ``error`` with
@@ -24,7 +26,7 @@ import os
 import socket
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import ray
 import ray.exceptions
@@ -33,11 +35,9 @@ from stackwars.config import RunOptions
 from stackwars.errors import UsageError
 from stackwars.frameworks.base import split_device
 from stackwars.results.metadata import node_info
-from stackwars.results.schema import Cell
-from stackwars.runner.executors import measure_cell, ran_on
-from stackwars.runner.isolate import failed_cell
-from stackwars.runner.plan import PlannedCell
-from stackwars.runner.session import CacheFolders, Reporter, request_for
+from stackwars.runner.tasks import Caches, Placement, Task, TaskReporter, Where
+
+R = TypeVar("R")
 
 CONNECT_TIMEOUT_S = 5.0  # an address that does not answer in this time is unreachable
 RECHECK_S = 2.0  # how often waiting tasks are checked against the nodes still alive
@@ -84,21 +84,25 @@ class RayExecutor:
         if self.owned and ray.is_initialized():
             ray.shutdown()
 
-    def cells(
-        self, planned: Sequence[PlannedCell], options: RunOptions, reporter: Reporter
-    ) -> Generator[Cell, None, None]:
-        waiting: dict[Any, tuple[PlannedCell, dict[str, Any]]] = {}
+    def results(
+        self, tasks: Sequence[Task[R]], caches: Caches, reporter: TaskReporter
+    ) -> Generator[R, None, None]:
+        waiting: dict[Any, tuple[Task[R], dict[str, Any]]] = {}
         lost: dict[Any, str] = {}  # tasks cancelled because no node left can run them
         try:
             nodes = alive_nodes()
             refused = []
-            for index, item in enumerate(planned):
-                request, status, reason = task_resources(item, nodes, options.force)
-                if item.skip_reason or reason:
-                    refused.append(_not_run(item, options, status, reason))
+            for task in tasks:
+                placement = task.placement()
+                if placement is None:  # it starts no worker: it ends here, at once
+                    refused.append(_here(task, caches))
                     continue
-                task = _run_cell.options(**request, name=item.spec.label())
-                waiting[task.remote(item, options, index)] = (item, request)
+                request, status, reason = task_resources(placement, nodes)
+                if reason:
+                    refused.append(task.not_run(status, reason, {"executor": "ray"}))
+                    continue
+                remote = _run_task.options(**request, name=task.label())
+                waiting[remote.remote(task, caches)] = (task, request)
             yield from refused
             _report(waiting, reporter)
             while waiting:
@@ -106,8 +110,8 @@ class RayExecutor:
                 if not ready:
                     lost.update(cancel_unplaceable(waiting, lost))
                     continue
-                item, _request = waiting.pop(ready[0])
-                yield _result(ready[0], item, options, lost.get(ready[0]))
+                task, _request = waiting.pop(ready[0])
+                yield _result(ready[0], task, lost.get(ready[0]))
                 _report(waiting, reporter)
         finally:
             for ref in waiting:
@@ -154,12 +158,14 @@ def alive_nodes() -> list[Mapping[str, float]]:
 
 
 def task_resources(
-    item: PlannedCell, nodes: Sequence[Mapping[str, float]], force: bool
+    placement: Placement, nodes: Sequence[Mapping[str, float]]
 ) -> tuple[dict[str, Any], str, str]:
-    """What ``item``'s task asks Ray for, or the status and reason why no node can run it."""
-    kind = split_device(item.spec.device)[0]
-    if kind == "cpu":
+    """What a task placed so asks Ray for, or the status and reason why no node can run it."""
+    kind = split_device(placement.device)[0]
+    if kind == "cpu" and placement.whole_node:
         request: dict[str, Any] = {"num_cpus": max((n.get("CPU", 0.0) for n in nodes), default=0)}
+    elif kind == "cpu":
+        request = {"num_cpus": 1}
     elif kind == "gpu":
         request = {"num_cpus": 1, "num_gpus": 1}
     else:
@@ -167,9 +173,9 @@ def task_resources(
     if not any(fits(request, node) for node in nodes):
         what = "CPUs" if kind == "cpu" else f"a {kind.upper()} Ray knows of"
         return request, "unsupported", f"no node of the Ray cluster has {what}"
-    predicted = item.predicted_bytes
+    predicted = placement.memory_bytes
     if predicted and not any(fits({**request, "memory": predicted}, n) for n in nodes):
-        if not force:
+        if not placement.force:
             largest = max(node.get("memory", 0.0) for node in nodes) / 2**30
             reason = (
                 f"predicted peak {predicted / 2**30:.2f} GiB is more memory than any node offers "
@@ -193,35 +199,46 @@ def fits(request: Mapping[str, Any], node: Mapping[str, float]) -> bool:
 
 
 def cancel_unplaceable(
-    waiting: Mapping[Any, tuple[PlannedCell, dict[str, Any]]], lost: Mapping[Any, str]
+    waiting: Mapping[Any, tuple[Task[Any], dict[str, Any]]], lost: Mapping[Any, str]
 ) -> dict[Any, str]:
     """Cancel the waiting tasks no node still alive could run (theirs left the cluster)."""
     nodes = alive_nodes()
     gone = {}
-    for ref, (item, request) in waiting.items():
+    for ref, (task, request) in waiting.items():
         if ref not in lost and not any(fits(request, node) for node in nodes):
             ray.cancel(ref, force=True)
             gone[ref] = (
-                f"the nodes of the Ray cluster that could run {item.spec.label()} left it "
+                f"the nodes of the Ray cluster that could run {task.label()} left it "
                 "before it finished"
             )
     return gone
 
 
-def _report(waiting: Mapping[Any, tuple[PlannedCell, dict[str, Any]]], reporter: Reporter) -> None:
+def _here(task: Task[R], caches: Caches) -> R:
+    """A task that starts no worker (a skipped cell), ended in this process."""
+    folders = caches.open()
+    try:
+        return task.run(Where(folders, {"executor": "ray"}))
+    finally:
+        folders.close()
+
+
+def _report(
+    waiting: Mapping[Any, tuple[Task[Any], dict[str, Any]]], reporter: TaskReporter
+) -> None:
     if not waiting:
         return
     first, _request = next(iter(waiting.values()))
     more = f" (+{len(waiting) - 1} more on the Ray cluster)" if len(waiting) > 1 else ""
-    reporter.start_cell(f"{first.spec.label()}{more}")
+    reporter.start_cell(f"{first.label()}{more}")
 
 
-def _result(ref: Any, item: PlannedCell, options: RunOptions, lost: str | None) -> Cell:
+def _result(ref: Any, task: Task[R], lost: str | None) -> R:
     try:
-        return Cell.from_dict(ray.get(ref))
+        return ray.get(ref)
     except ray.exceptions.RayError as exc:
         status, reason = ("error", lost) if lost else task_failure(exc)
-        return _not_run(item, options, status, reason)
+        return task.not_run(status, reason, {"executor": "ray"})
 
 
 def task_failure(exc: BaseException) -> tuple[str, str]:
@@ -236,36 +253,18 @@ def task_failure(exc: BaseException) -> tuple[str, str]:
     return "error", f"the Ray task failed ({type(exc).__name__}): {text}"
 
 
-def _not_run(item: PlannedCell, options: RunOptions, status: str, reason: str) -> Cell:
-    """A cell that ran on no node: skipped by the plan, refused by the cluster, or lost."""
-    if item.skip_reason:
-        status, reason = item.skip_status, item.skip_reason
-    cell = failed_cell(request_for(item.spec, options, Path()), status, reason)
-    cell.memory.predicted_bytes = item.predicted_bytes
-    cell.memory.predicted_device_bytes = item.predicted_device_bytes
-    cell.node = {"executor": "ray"}
-    return cell
-
-
 @ray.remote(max_retries=0)
-def _run_cell(item: PlannedCell, options: RunOptions, index: int) -> dict[str, Any]:
-    """On the node: the cell measured in a fresh worker, with the node it ran on."""
-    cell = measure_on_node(item, options, index)
-    cell.node["ray_node_id"] = ray.get_runtime_context().get_node_id()
-    return cell.to_dict()
-
-
-def measure_on_node(item: PlannedCell, options: RunOptions, index: int) -> Cell:
-    """What a task does on its node: the cell in a fresh worker, with compile caches in a
-    folder of this node (or --cache-dir, on this node), and this node as where it ran."""
+def _run_task(task: Task[R], caches: Caches) -> R:
+    """On the node: the task in fresh workers, with compile caches in a folder of this node
+    (or --cache-dir, on this node), and this node as where it ran."""
     _drop_ray_thread_setting()
-    caches = CacheFolders(options.cache, options.cache_root)
+    node = {"executor": "ray", **_this_node()}
+    node["ray_node_id"] = ray.get_runtime_context().get_node_id()
+    folders = caches.open()
     try:
-        cell = measure_cell(item, options, caches, index)
+        return task.run(Where(folders, node))
     finally:
-        caches.close()
-    cell.node = ran_on("ray", item, _this_node())
-    return cell
+        folders.close()
 
 
 @functools.cache

@@ -1,26 +1,54 @@
-"""The run loop: one worker per cell, each result stored the moment it ends.
+"""The run loop: every batch's tasks (a run's cells, behave's probes) drawn from an executor,
+each result kept the moment it ends.
 
-An executor (runner/executors.py) runs the cells and hands back each result as it ends; this
-loop is the one place that crosschecks, stores and reports them. Ctrl-C stops the executor
-(the current worker is killed, outstanding Ray tasks cancelled), keeps every finished cell,
-and marks the run ``interrupted`` before the interrupt goes on to the caller.
+An executor (runner/executors.py, runner/ray_executor.py) runs the tasks (runner/tasks.py) and
+hands back each result as it ends; :func:`drain` is the one loop that takes them, and
+:func:`execute` the one place that crosschecks, stores and reports a run's cells. Ctrl-C stops
+the executor (its workers are killed or left to die with this process, outstanding Ray tasks
+cancelled), keeps every finished result, and marks the run ``interrupted`` before the
+interrupt goes on to the caller. A cell's task (:class:`CellTask`) measures it with
+:func:`measure_cell` wherever it runs, so a cell means the same thing on every executor.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Callable, Generator, Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from stackwars.config import RunOptions
 from stackwars.frameworks.base import RunSettings
 from stackwars.results.run import Run, now
 from stackwars.results.schema import Cell
 from stackwars.runner.crosscheck import crosscheck
+from stackwars.runner.isolate import failed_cell, run_in_worker
 from stackwars.runner.plan import PlannedCell
 from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.tasks import (
+    CacheFolders,
+    Caches,
+    Executor,
+    Placement,
+    Task,
+    TaskReporter,
+    Where,
+)
+
+__all__ = ["Executor"]  # re-exported: callers above the runner name it from here
+
+R = TypeVar("R")
+
+# The warm worker only needs its first run: a few blocks of steady state keep parity and the
+# protocol intact at a small fraction of a cell's cost.
+WARM_START_TIMING = {
+    "steady_budget_s": 0.05,
+    "min_steady_s": 0.01,
+    "min_blocks": 3,
+    "warmup_budget_s": 0.05,
+    "latency_budget_s": 0.0,
+}
 
 Sink = Callable[[Run, Cell], None]
 
@@ -40,28 +68,6 @@ def wants_x64(spec: CellSpec, mode: str) -> bool:
     if mode != "auto":
         return mode == "on"
     return str(spec.params.get("dtype", "")).endswith("64")
-
-
-class CacheFolders:
-    """Compile-cache folders: fresh per cell (cold, pristine) or one shared folder (warm)."""
-
-    def __init__(self, mode: str, root: Path | None) -> None:
-        self.mode = mode
-        self.root = root or Path(tempfile.mkdtemp(prefix="stackwars-cache-"))
-        self._owns_root = root is None
-
-    def for_cell(self, index: int) -> Path:
-        folder = self.root / ("shared" if self.mode == "warm" else f"cell-{index}")
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
-
-    def release(self, folder: Path) -> None:
-        if self.mode != "warm":
-            shutil.rmtree(folder, ignore_errors=True)
-
-    def close(self) -> None:
-        if self._owns_root:
-            shutil.rmtree(self.root, ignore_errors=True)
 
 
 def request_for(spec: CellSpec, options: RunOptions, cache_dir: Path) -> Request:
@@ -86,20 +92,31 @@ def request_for(spec: CellSpec, options: RunOptions, cache_dir: Path) -> Request
     )
 
 
-class Executor(Protocol):
-    """Where cells run: runner/executors.py's local executor (one worker at a time, here) or
-    runner/ray_executor.py's (Ray tasks, each starting the same worker on a cluster node)."""
-
-    def cells(
-        self, planned: Sequence[PlannedCell], options: RunOptions, reporter: Reporter
-    ) -> Generator[Cell, None, None]:
-        """Each planned cell's result as it ends, in any order; closing the generator stops
-        what still runs (Ctrl-C)."""
-        ...
-
-    def close(self) -> None:
-        """Release what the executor holds (a Ray connection)."""
-        ...
+def drain(
+    executor: Executor,
+    tasks: Sequence[Task[R]],
+    *,
+    caches: Caches,
+    reporter: TaskReporter,
+    keep: Callable[[R], None],
+    run: Run | None = None,
+) -> None:
+    """The run loop: every task on ``executor``, each result handed to ``keep`` as it ends;
+    ``run`` (if any) ends ``complete``, or ``interrupted`` when Ctrl-C stops it."""
+    results = executor.results(tasks, caches, reporter)
+    try:
+        for result in results:
+            keep(result)
+        if run is not None:
+            run.status = "complete"
+    except KeyboardInterrupt:
+        if run is not None:
+            run.status = "interrupted"
+        raise
+    finally:
+        results.close()  # an interrupted executor stops its workers or cancels its tasks
+        if run is not None:
+            run.finished = now()
 
 
 def execute(
@@ -114,23 +131,99 @@ def execute(
     """Run every planned cell on ``executor``, feeding each result to every sink as it ends.
     This loop alone crosschecks, stores and reports; once the run ends its cells are put in
     plan order, whatever order an executor finished them in."""
-    results = executor.cells(planned, options, reporter)
+
+    def keep(cell: Cell) -> None:
+        crosscheck(cell, run.cells)
+        run.cells.append(cell)
+        for sink in sinks:
+            sink(run, cell)
+        reporter.end_cell(cell)
+
+    tasks = [CellTask(item, options, index) for index, item in enumerate(planned)]
     try:
-        for cell in results:
-            crosscheck(cell, run.cells)
-            run.cells.append(cell)
-            for sink in sinks:
-                sink(run, cell)
-            reporter.end_cell(cell)
-        run.status = "complete"
-    except KeyboardInterrupt:
-        run.status = "interrupted"
-        raise
+        caches = Caches(options.cache, options.cache_root)
+        drain(executor, tasks, caches=caches, reporter=reporter, run=run, keep=keep)
     finally:
-        results.close()  # an interrupted executor kills its workers or cancels its tasks
-        run.finished = now()
         _in_plan_order(run)
     return run
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """A planned cell as a task: measured in a fresh worker wherever an executor runs it."""
+
+    item: PlannedCell
+    options: RunOptions
+    index: int  # its place in the plan, naming its compile-cache folder
+
+    def label(self) -> str:
+        return self.item.spec.label()
+
+    def placement(self) -> Placement | None:
+        if self.item.skip_reason:
+            return None
+        return Placement(self.item.spec.device, self.item.predicted_bytes, force=self.options.force)
+
+    def run(self, where: Where) -> Cell:
+        cell = measure_cell(self.item, self.options, where.caches, self.index, where.on_progress)
+        # A cell that ran nowhere names only the executor.
+        skipped = {"executor": where.node.get("executor")}
+        cell.node = skipped if self.item.skip_reason else dict(where.node)
+        return cell
+
+    def not_run(self, status: str, reason: str, node: dict[str, Any]) -> Cell:
+        item = self.item
+        if item.skip_reason:
+            status, reason = item.skip_status, item.skip_reason
+        cell = failed_cell(request_for(item.spec, self.options, Path()), status, reason)
+        cell.memory.predicted_bytes = item.predicted_bytes
+        cell.memory.predicted_device_bytes = item.predicted_device_bytes
+        cell.node = dict(node)
+        return cell
+
+
+def measure_cell(
+    item: PlannedCell,
+    options: RunOptions,
+    caches: CacheFolders,
+    index: int,
+    on_progress: Callable[[str], None] | None = None,
+) -> Cell:
+    """One planned cell's result: its skip status, or its measurement in a fresh worker (and,
+    with --cache cold-then-warm, its first run again in a second worker)."""
+    if item.skip_reason:
+        request = request_for(item.spec, options, Path())
+        cell = failed_cell(request, item.skip_status, item.skip_reason)
+    else:
+        folder = caches.for_cell(index)
+        try:
+            request = request_for(item.spec, options, folder)
+            cell = run_in_worker(
+                request, options.timeout_s, options.memory_budget, on_progress=on_progress
+            )
+            if options.cache == "cold-then-warm" and cell.status == "ok":
+                if on_progress is not None:
+                    on_progress("first run again, with the compile cache it filled")
+                _measure_warm_start(cell, request, options)
+        finally:
+            caches.release(folder)
+    cell.memory.predicted_bytes = item.predicted_bytes
+    cell.memory.predicted_device_bytes = item.predicted_device_bytes
+    return cell
+
+
+def _measure_warm_start(cell: Cell, request: Request, options: RunOptions) -> None:
+    """The first run again in a fresh worker that finds the cache ``request``'s worker filled."""
+    warm_request = dataclasses.replace(
+        request, timing=dataclasses.replace(request.timing, **WARM_START_TIMING)
+    )
+    warm = run_in_worker(warm_request, options.timeout_s, options.memory_budget)
+    start = cell.warm_start
+    start.status, start.reason, start.wall_s = warm.status, warm.reason, warm.wall_s
+    if warm.status == "ok":
+        start.first_run_s = warm.times.first_run_s
+        start.first_run_breakdown = warm.first_run_breakdown
+        start.compiles_first_run = warm.compiles.first_run
 
 
 def _in_plan_order(run: Run) -> None:
