@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from stackwars import api
 from stackwars.results.comparison import ComparisonRow
+from stackwars.service import api
 
 CELLS = ["--workload", "gemm", "--param", "n=512", "--stacks", "numpy:eager,jax:jit,torch:eager"]
 FAIL_ABOVE = 5.0

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from stackwars import api
 from stackwars.runner.session import Executor
+from stackwars.service import api
 
 
 def plan(args: argparse.Namespace) -> api.PlannedRun:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from stackwars import api
 from stackwars.config import RunOptions, option_warnings
 from stackwars.errors import UsageError
 from stackwars.frameworks import stack_missing_reason
@@ -15,6 +14,7 @@ from stackwars.frameworks.base import RunSettings
 from stackwars.frameworks.jax import JaxFramework
 from stackwars.frameworks.torch import TorchFramework
 from stackwars.frameworks.torch_xla import TorchXlaFramework
+from stackwars.service import api
 
 ALLOCATOR_VARIABLES = (
     "XLA_PYTHON_CLIENT_PREALLOCATE",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stackwars import adaptive, api, workloads
+from stackwars import workloads
 from stackwars.claims.spec import parse_relation
 from stackwars.claims.verdict import INCONCLUSIVE, judge_factor
 from stackwars.config import RunOptions
@@ -20,6 +20,7 @@ from stackwars.results.run import Run, now
 from stackwars.results.schema import Cell, Steady
 from stackwars.runner import plan
 from stackwars.runner.protocol import CellSpec
+from stackwars.service import adaptive, api
 
 GEMM = workloads.get("gemm").resolve({"n": 8})
 NOISY, QUIET = CellSpec("gemm", GEMM, "numpy:eager"), CellSpec("gemm", GEMM, "jax:jit")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import stackwars
-from stackwars import api
 from stackwars.errors import UsageError
+from stackwars.service import api
 
 FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
 FAST = {"budget_s": 0.05, "workload_files": [FAULTY]}

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from stackwars import probes
-from stackwars.behave import behave
 from stackwars.cli import main
 from stackwars.frameworks.numpy import NumpyFramework
 from stackwars.runner import behave_worker
 from stackwars.runner.behave_worker import _classify, _difference, answer
+from stackwars.service.behave import behave
 
 SEED_000 = ["boolean-mask", "value-if", "value-if-static", "array-shape", "static-shape"]
 

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from stackwars import api, claimcheck
 from stackwars.claims.files import builtin_sets, load_text
 from stackwars.claims.line import parse_line, to_line
 from stackwars.claims.spec import (
@@ -47,6 +46,7 @@ from stackwars.report.html.page import render_html
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Steady, Times
 from stackwars.results.store import STORE_VERSION, Store
+from stackwars.service import api, claimcheck
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 GOOD = """\

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from stackwars import api
 from stackwars.cli import main
 from stackwars.errors import UsageError
 from stackwars.report.compile import compile_markdown, compile_rows, format_phases
 from stackwars.results.compile import CompileSummary, compile_summaries
 from stackwars.results.schema import Cell, Steady, Times, WarmStart
+from stackwars.service import api
 
 
 def timed_cell(stack: str, first: float, median: float, repeat: int = 0, ci: float = 0.0) -> Cell:

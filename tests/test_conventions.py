@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 
 import stackwars
-from stackwars import api, workloads
+from stackwars import workloads
 from stackwars.cli import main
 from stackwars.errors import ParameterError
 from stackwars.frameworks.base import RunSettings
@@ -28,6 +28,7 @@ from stackwars.results.peak import Peak, save_peak
 from stackwars.results.run import Run, now
 from stackwars.runner.protocol import CellSpec, Request
 from stackwars.runner.worker import CellRun
+from stackwars.service import api
 from stackwars.timing.timer import TimingConfig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from stackwars import api
 from stackwars.frameworks import jax as jax_module
 from stackwars.frameworks import stack_missing_reason
 from stackwars.frameworks import tensorflow as tensorflow_module
@@ -21,6 +20,7 @@ from stackwars.frameworks import torch as torch_module
 from stackwars.frameworks.base import DeviceMemory, DeviceSupport, unavailable
 from stackwars.report.table import DEVICE_COLUMN, build_tables, render_markdown
 from stackwars.results.schema import Cell, Memory, Steady
+from stackwars.service import api
 
 ANSWERS = json.loads(
     (Path(__file__).parent / "data" / "device_answers.json").read_text(encoding="utf-8")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from stackwars import api, runner
+from stackwars import runner
 from stackwars.cli import main
 from stackwars.config import RunOptions
 from stackwars.errors import UsageError
@@ -29,7 +29,8 @@ from stackwars.runner import executors, session
 from stackwars.runner.plan import PlannedCell
 from stackwars.runner.protocol import CellSpec
 from stackwars.runner.tasks import Caches, Where
-from stackwars.stored import machine_mismatch
+from stackwars.service import api
+from stackwars.service.stored import machine_mismatch
 
 
 def node(host: str, fingerprint: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from stackwars import api, instruments, workloads
+from stackwars import workloads
 from stackwars.cli import main
 from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, parse_stacks
 from stackwars.frameworks.base import Framework, RunSettings
@@ -30,6 +30,7 @@ from stackwars.ir import capture
 from stackwars.results.selftest import StackResult
 from stackwars.runner import ir_worker, peak_worker, plan, selftest_worker
 from stackwars.runner.protocol import CellSpec, Request
+from stackwars.service import api, instruments
 from stackwars.timing.timer import TimingConfig
 from stackwars.workloads.models import SPECS, memory
 from stackwars.workloads.models.adapter import config_for, runner_module

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from stackwars import ab, stored
 from stackwars.errors import UsageError
 from stackwars.results.comparison import ComparisonRow, Gate
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Steady
+from stackwars.service import ab, stored
 from stackwars.timing.compare import (
     DEFAULT_RUN_DRIFT,
     EQUIVALENT,

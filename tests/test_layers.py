@@ -24,14 +24,7 @@ LAYERS = {
     "profiling": 3,
     "runner": 4,
     "report": 4,
-    "stored": 5,
-    "instruments": 5,
-    "api": 6,
-    "inprocess": 6,
-    "behave": 6,
-    "adaptive": 7,
-    "ab": 7,
-    "claimcheck": 8,
+    "service": 6,
     "commands": 9,
     "cli": 10,
     "__main__": 11,
@@ -72,6 +65,47 @@ def violations() -> list[str]:
     return found
 
 
+# Within the service package: each module imports only from the ones below it.
+SERVICE_LAYERS = {
+    "stored": 0,
+    "instruments": 0,
+    "api": 1,
+    "inprocess": 1,
+    "behave": 1,
+    "adaptive": 2,
+    "ab": 2,
+    "claimcheck": 3,
+}
+
+
+def service_violations() -> list[str]:
+    found = []
+    for path in sorted((PACKAGE / "service").glob("*.py")):
+        if path.stem == "__init__":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "stackwars.service":
+                inner = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "stackwars.service."
+            ):
+                inner = [(node.module or "").split(".")[2]]
+            else:
+                continue
+            for name in inner:
+                if SERVICE_LAYERS[name] >= SERVICE_LAYERS[path.stem]:
+                    found.append(f"service/{path.name} imports {name}")
+    return found
+
+
+def test_the_service_modules_import_only_downward() -> None:
+    assert set(SERVICE_LAYERS) == {
+        path.stem for path in (PACKAGE / "service").glob("*.py") if path.stem != "__init__"
+    }
+    assert service_violations() == []
+
+
 def test_every_module_has_a_layer() -> None:
     parts = {part_of(path) for path in PACKAGE.rglob("*.py") if path != PACKAGE / "__init__.py"}
     assert parts == set(LAYERS)
@@ -96,5 +130,24 @@ def test_no_command_imports_another() -> None:
 
 def test_the_check_reads_both_import_forms(tmp_path: Path) -> None:
     upward = tmp_path / "upward.py"
-    upward.write_text("from stackwars.api import run\nimport stackwars.report.table\n")
-    assert imported_parts(upward) == {"api", "report"}
+    upward.write_text("from stackwars.service.api import run\nimport stackwars.report.table\n")
+    assert imported_parts(upward) == {"service", "report"}
+
+
+PUBLIC_SERVICE = {"api", "inprocess", "behave", "adaptive", "ab", "claimcheck"}
+
+
+def test_commands_use_only_the_service_layers_public_modules() -> None:
+    found = []
+    for path in sorted((PACKAGE / "commands").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "stackwars.service":
+                names = {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "stackwars.service."
+            ):
+                names = {(node.module or "").split(".")[2]}
+            else:
+                continue
+            found += [f"commands/{path.name} imports {name}" for name in names - PUBLIC_SERVICE]
+    assert found == []

@@ -250,9 +250,9 @@ def test_find_max_batch_prints_one_row_per_cell_and_runs_nothing(
 
 @pytest.mark.slow
 def test_a_models_ir_is_captured_as_it_is_timed_on_jax_and_torch_xla(tmp_path: Path) -> None:
-    from stackwars.api import capture_stack
     from stackwars.config import RunOptions
     from stackwars.frameworks import stack_missing_reason
+    from stackwars.service.api import capture_stack
 
     if stack_missing_reason("torch", "xla"):
         pytest.skip(stack_missing_reason("torch", "xla") or "")

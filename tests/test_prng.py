@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from stackwars import probes, workloads
-from stackwars.behave import behave
 from stackwars.frameworks.base import RunSettings
 from stackwars.frameworks.numpy import NumpyFramework
 from stackwars.probes import NEW, SAME
@@ -20,6 +19,7 @@ from stackwars.runner import parity
 from stackwars.runner.behave_worker import draws_relation, observe_draws
 from stackwars.runner.protocol import CellSpec, Request
 from stackwars.runner.worker import CellRun
+from stackwars.service.behave import behave
 from stackwars.timing.timer import TimingConfig
 
 PRNG = ["prng-seed-twice", "prng-processes", "prng-draw-twice", "prng-generator", "prng-split"]

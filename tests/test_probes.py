@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from stackwars import probes
-from stackwars.behave import behave
 from stackwars.frameworks.numpy import NumpyFramework
 from stackwars.frameworks.tensorflow import _AUTOGRAPH, TensorflowFramework
 from stackwars.frameworks.torch import TorchFramework
 from stackwars.report.behave import STYLES
 from stackwars.runner import behave_worker
 from stackwars.runner.behave_worker import _call_lines, _classify, _exception_line, answer
+from stackwars.service.behave import behave
 
 NEW_PROBES = (
     "setitem-input",

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from stackwars import api
 from stackwars.config import RunOptions
 from stackwars.profiling.categories import CATEGORIES, ELEMENTWISE, MATMUL
 from stackwars.profiling.result import Profile
+from stackwars.service import api
 from stackwars.timing.timer import TimingConfig
 
 pytestmark = pytest.mark.slow

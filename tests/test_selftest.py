@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 
 import pytest
 
-from stackwars import api, instruments
 from stackwars.commands import selftest as command
 from stackwars.errors import UsageError
 from stackwars.frameworks import Stack, all_stacks, missing_reason
@@ -22,6 +21,7 @@ from stackwars.frameworks.numpy import NumpyFramework
 from stackwars.results.selftest import Check, StackResult
 from stackwars.runner import selftest_worker
 from stackwars.runner.selftest_worker import run_checks, run_request
+from stackwars.service import api, instruments
 
 F = TypeVar("F", bound=Framework)
 # Small enough that the work a broken sync leaves running stays short.

@@ -35,9 +35,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from stackwars import ab, api
 from stackwars.results.comparison import ComparisonRow, Gate
 from stackwars.results.schema import Cell
+from stackwars.service import ab, api
 from stackwars.timing.compare import DEFAULT_RUN_DRIFT, compare
 
 WORKLOAD = Path(__file__).with_name("regressed_gemm.py")

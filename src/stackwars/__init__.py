@@ -2,7 +2,7 @@
 execution mode, measured honestly.
 
 The public Python API is what this module exports; everything else is private. ``run``,
-``compare`` and ``history`` (from ``stackwars.api``) and ``measure`` (in-process timing) are
+``compare`` and ``history`` (from ``stackwars.service.api``) and ``measure`` (in-process timing) are
 loaded on first use, so that worker processes, which import this package, do not pay for
 them.
 """
@@ -21,8 +21,8 @@ from stackwars.workloads import Param, Work, Workload, load_workload_file, regis
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # for type checkers; at run time __getattr__ loads them on first use
-    from stackwars.api import Measure, Selection, compare, history, run
-    from stackwars.inprocess import InProcessResult, measure
+    from stackwars.service.api import Measure, Selection, compare, history, run
+    from stackwars.service.inprocess import InProcessResult, measure
 
 _SERVICES = ("Measure", "Selection", "compare", "history", "run")
 _IN_PROCESS = ("InProcessResult", "measure")
@@ -30,11 +30,11 @@ _IN_PROCESS = ("InProcessResult", "measure")
 
 def __getattr__(name: str) -> Any:
     if name in _SERVICES:
-        from stackwars import api
+        from stackwars.service import api
 
         return getattr(api, name)
     if name in _IN_PROCESS:
-        from stackwars import inprocess
+        from stackwars.service import inprocess
 
         return getattr(inprocess, name)
     raise AttributeError(f"module 'stackwars' has no attribute {name!r}")

@@ -4,5 +4,5 @@
 ``files.py`` the claim files in TOML (their format and its version), ``line.py`` the one-line
 form of ``stackwars claim``, ``verdict.py`` the judgement of measured samples against a
 claimed relation; ``builtin/`` holds the claims shipped with stackwars (the seeds', Keras's).
-Running the cells a claim needs is the service layer's (``stackwars/claimcheck.py``).
+Running the cells a claim needs is the service layer's (``stackwars/service/claimcheck.py``).
 """

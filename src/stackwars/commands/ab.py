@@ -8,15 +8,15 @@ import json
 import shlex
 from pathlib import Path
 
-from stackwars import ab
 from stackwars.commands.options import Subparsers, add_gate_options, add_threshold
 from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
-from stackwars.instruments import Interpreter
 from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
 from stackwars.report.console import report_console
 from stackwars.results.comparison import Gate, gate_failures
 from stackwars.results.jsonio import write_atomically
+from stackwars.service import ab
+from stackwars.service.api import Interpreter
 
 EXIT_GATE = 1
 

@@ -8,13 +8,14 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from stackwars import api, probes
-from stackwars.behave import PROBE_TIMEOUT_S, behave_run, default_jobs
+from stackwars import probes
 from stackwars.commands.options import Subparsers, add_db, add_executor, add_workload_files
 from stackwars.config import RunOptions
 from stackwars.report.behave import behave_report
 from stackwars.report.console import report_console
 from stackwars.results.behave import Outcome, outcome_from_dict
+from stackwars.service import api
+from stackwars.service.behave import PROBE_TIMEOUT_S, behave_run, default_jobs
 
 
 def add_behave(subparsers: Subparsers) -> None:

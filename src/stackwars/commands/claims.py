@@ -8,7 +8,6 @@ from pathlib import Path
 
 from rich.text import Text
 
-from stackwars import adaptive, api, claimcheck
 from stackwars.claims.files import FORMAT_HELP
 from stackwars.claims.line import parse_line
 from stackwars.claims.spec import Claim, with_overrides
@@ -18,6 +17,7 @@ from stackwars.report.claims import claims_markdown, claims_table, verdict_count
 from stackwars.report.console import report_console, warn
 from stackwars.report.progress import Progress
 from stackwars.results.jsonio import write_atomically
+from stackwars.service import adaptive, api, claimcheck
 from stackwars.timing.compare import MIN_WORKERS
 
 EXIT_CLAIM_FAILS = 1

@@ -8,12 +8,12 @@ import json
 import os
 from pathlib import Path
 
-from stackwars import api
 from stackwars.commands.options import Subparsers, add_db, add_gate_options, add_verdict_options
 from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
 from stackwars.report.console import report_console, warn
 from stackwars.results.comparison import Gate, gate_failures
 from stackwars.results.jsonio import write_atomically
+from stackwars.service import api
 
 EXIT_REGRESSION = 1
 

@@ -6,12 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
-from stackwars import api
 from stackwars.commands.options import Subparsers, add_db, add_threshold
 from stackwars.report.console import report_console
 from stackwars.report.history import history_file, history_json, history_markdown, history_table
 from stackwars.results.history import series_by_params, with_steps
 from stackwars.results.jsonio import write_atomically
+from stackwars.service import api
 
 
 def add_history(subparsers: Subparsers) -> None:

@@ -9,7 +9,6 @@ from typing import Any
 
 from rich.table import Table
 
-from stackwars import api
 from stackwars.commands.options import Subparsers, add_workload_files
 from stackwars.config import RunOptions, default_memory_budget
 from stackwars.errors import UsageError
@@ -19,6 +18,7 @@ from stackwars.ir.capture import COMPARABLE
 from stackwars.ir.diff import explain, histogram_rows, text_diff
 from stackwars.ir.normalise import normalise
 from stackwars.report.console import report_console
+from stackwars.service import api
 
 HISTOGRAM_ROWS = 25
 

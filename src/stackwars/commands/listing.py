@@ -6,7 +6,7 @@ import argparse
 
 from rich.table import Table
 
-from stackwars import api, workloads
+from stackwars import workloads
 from stackwars.commands.options import Subparsers, add_workload_files
 from stackwars.config import parse_device
 from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, stack_missing_reason
@@ -15,6 +15,7 @@ from stackwars.report.env import render_env
 from stackwars.report.peak import peak_rows
 from stackwars.results import metadata
 from stackwars.runner import plan
+from stackwars.service import api
 from stackwars.suites import SUITES
 
 

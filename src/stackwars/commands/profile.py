@@ -7,7 +7,6 @@ import argparse
 import re
 from pathlib import Path
 
-from stackwars import api
 from stackwars.commands.options import Subparsers, add_workload_files
 from stackwars.config import INPUT_MODES, RunOptions, default_memory_budget, parse_size
 from stackwars.errors import UsageError
@@ -15,6 +14,7 @@ from stackwars.profiling.result import PROFILE_FORMAT, Profile
 from stackwars.report import profile as render
 from stackwars.report.console import report_console
 from stackwars.results.jsonio import dump, write_atomically
+from stackwars.service import api
 from stackwars.timing.timer import TimingConfig
 
 DEFAULT_BUDGET_S = 1.0

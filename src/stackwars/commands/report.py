@@ -7,7 +7,6 @@ import argparse
 import json
 from pathlib import Path
 
-from stackwars import api
 from stackwars.commands.options import Subparsers, add_db, add_threshold
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stack
@@ -20,6 +19,7 @@ from stackwars.report.html.page import render_html
 from stackwars.report.table import format_bytes
 from stackwars.results.jsonio import write_atomically
 from stackwars.results.run import Run
+from stackwars.service import api
 
 
 def add_report(subparsers: Subparsers) -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from rich.table import Table
 
-from stackwars import api
 from stackwars.commands.options import Subparsers, add_db, add_verdict_options
 from stackwars.report.behave import behave_report
 from stackwars.report.claims import claim_results, claims_markdown, claims_table
@@ -27,6 +26,7 @@ from stackwars.results.crossover import crossovers, find_sweeps
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
 from stackwars.results.variants import find_variants
+from stackwars.service import api
 
 EXIT_REGRESSION = 1
 

@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from stackwars import adaptive, api
 from stackwars.commands.options import Subparsers, add_db, add_executor
 from stackwars.config import CACHE_MODES, INPUT_MODES, MATMUL_PRECISIONS, RunOptions
 from stackwars.errors import UsageError
@@ -22,6 +21,7 @@ from stackwars.results.aggregate import merge_repeats
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell
 from stackwars.results.store import Store
+from stackwars.service import adaptive, api
 from stackwars.timing.compare import MIN_WORKERS
 
 EXIT_NOT_ALL_OK = 1

@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from stackwars import api
 from stackwars.commands.options import Subparsers
 from stackwars.config import parse_device
 from stackwars.errors import UsageError
 from stackwars.frameworks import all_stacks, parse_stacks
 from stackwars.report.console import progress, report_console
 from stackwars.report.selftest import result_table
+from stackwars.service import api
 
 EXIT_FAILED = 1
 

@@ -39,11 +39,19 @@ from stackwars.frameworks import (
     parse_stack,
     parse_stacks,
 )
+from stackwars.results import metadata, store
+from stackwars.results.maxbatch import MaxBatch
+from stackwars.results.run import Run, new_run_id, now, owner_alive, this_process
+from stackwars.results.schema import Cell
+from stackwars.runner import executors, maxbatch, plan, session
+from stackwars.runner.executors import open_executor  # noqa: F401 (re-exported)
+from stackwars.runner.protocol import CellSpec
 
 # Re-exported: the instruments besides runs (machine warnings, peak, IR, selftest, BLAS).
-from stackwars.instruments import (  # noqa: F401
+from stackwars.service.instruments import (  # noqa: F401
     IR_TIMEOUT_S,
     SELFTEST_TIMEOUT_S,
+    Interpreter,
     blas_libraries,
     capture_run_ir,
     capture_stack,
@@ -57,16 +65,9 @@ from stackwars.instruments import (  # noqa: F401
     selftest_stack,
     usable_peak,
 )
-from stackwars.results import metadata, store
-from stackwars.results.maxbatch import MaxBatch
-from stackwars.results.run import Run, new_run_id, now, owner_alive, this_process
-from stackwars.results.schema import Cell
-from stackwars.runner import executors, maxbatch, plan, session
-from stackwars.runner.executors import open_executor  # noqa: F401 (re-exported)
-from stackwars.runner.protocol import CellSpec
 
 # Re-exported: the service layer's reading side lives in stored.py.
-from stackwars.stored import (  # noqa: F401
+from stackwars.service.stored import (  # noqa: F401
     compare,
     compare_with_stack,
     history,

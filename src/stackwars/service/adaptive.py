@@ -20,13 +20,13 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from stackwars import api
 from stackwars.errors import UsageError
 from stackwars.results.aggregate import workers_disagree
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell
 from stackwars.runner import plan
 from stackwars.runner.protocol import CellSpec
+from stackwars.service import api
 from stackwars.timing.compare import MIN_WORKERS
 
 AUTO = "auto"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stackwars import adaptive, api, workloads
+from stackwars import workloads
 from stackwars.claims.files import builtin_sets, load_file
 from stackwars.claims.line import to_line
 from stackwars.claims.spec import COUNT, CROSSOVER, Claim, Side
@@ -43,6 +43,7 @@ from stackwars.results.store import Store
 from stackwars.runner import plan
 from stackwars.runner.protocol import CellSpec
 from stackwars.runner.session import Reporter
+from stackwars.service import adaptive, api
 from stackwars.suites import Suite
 from stackwars.timing.compare import Samples
 

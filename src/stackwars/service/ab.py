@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stackwars import api
 from stackwars.errors import UsageError
-from stackwars.instruments import Interpreter, Limits, run_side, side_version
 from stackwars.results.comparison import ComparisonRow, Gate, compare_runs
+from stackwars.service import api
+from stackwars.service.instruments import Interpreter, Limits, run_side, side_version
 from stackwars.timing.compare import DEFAULT_ALPHA, FASTER_UNSURE, SLOWER_UNSURE, UNDECIDED
 
 OWNED_OPTIONS = ("--repeat", "--db", "--json", "--resume", "--label", "--order-seed")

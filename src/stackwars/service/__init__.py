@@ -1,0 +1,17 @@
+"""The service layer: what measures, stores and judges, behind typed options, printing nothing.
+
+Commands (``stackwars.commands``) import these modules and nothing below them that measures:
+
+* ``api``: plan, execute and resume runs, largest batches, IR cells, the store; ``stored``
+  (comparisons and history of stored runs) and ``instruments`` (selftest, peak, devices, IR
+  capture) are its two halves, re-exported by it;
+* ``inprocess``: workloads timed in the caller's process (``stackwars.time``);
+* ``behave``: the probes on every stack, through the same run loop;
+* ``adaptive``: ``--repeat auto`` and ``--second-look``: workers added where the variance is;
+* ``ab``: interleaved A/B sessions (its worker half is ``stackwars.ab_worker``);
+* ``claimcheck``: the cells claims need, measured and judged.
+
+Inside the package a module imports only the ones listed above it, and commands import only
+the six named here, never ``stored`` or ``instruments`` directly (``tests/test_layers.py``).
+Nothing is imported here: importing one module must not load the others.
+"""
