@@ -1,8 +1,7 @@
 """Profiles of real stacks, each in its profile worker, at test size: gemm, selu, mha and the
-smallest model (GPT-2 at scale=tiny), spread over jax:jit, torch:eager, torch:compile,
-torch:xla, tensorflow:graph and tensorflow:xla so that every workload and every stack is
-profiled once or twice (not all 24 pairs: a minute instead of several), and numpy, which has
-no profiler. Checked: the answer's structure, the categories adding up to the traced time and
+smallest model (GPT-2 at scale=tiny), on every one of jax:jit, torch:eager, torch:compile,
+torch:xla, tensorflow:graph and tensorflow:xla (the 24 pairs issue 27 names), and numpy, which
+has no profiler. Checked: the answer's structure, the categories adding up to the traced time and
 that time to the host clock's within the stated tolerance, the raw trace on disk and readable,
 XLA's operations named from the optimized HLO."""
 
@@ -20,19 +19,27 @@ from stackwars.profiling.result import Profile
 from stackwars.service import api
 from stackwars.timing.timer import TimingConfig
 
-pytestmark = pytest.mark.slow
+# Serial: each case checks the trace against the host clock (within 10 %), which a second
+# worker competing for the two cores broke once here (mha on torch:xla, under pytest -n 2).
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 CALLS = 5
 MHA = ("batch=1", "seq=8", "heads=2", "d_model=16")
-# workload, parameters, stack, a category the work must show time in
-CASES = [
-    ("gemm", ("n=48",), "torch:xla", MATMUL),
-    ("selu", ("n=64",), "jax:jit", ELEMENTWISE),
-    ("selu", ("n=64",), "torch:compile", ELEMENTWISE),
-    ("mha", MHA, "torch:eager", MATMUL),
-    ("mha", MHA, "tensorflow:graph", MATMUL),
-    ("gpt2-small", ("scale=tiny",), "jax:jit", MATMUL),
-    ("gpt2-small", ("scale=tiny",), "tensorflow:xla", MATMUL),
+# workload, parameters, a category the work must show time in; each on every stack below
+WORKLOADS = [
+    ("gemm", ("n=48",), MATMUL),
+    ("selu", ("n=64",), ELEMENTWISE),
+    ("mha", MHA, MATMUL),
+    ("gpt2-small", ("scale=tiny",), MATMUL),
 ]
+STACKS = (
+    "jax:jit",
+    "torch:eager",
+    "torch:compile",
+    "torch:xla",
+    "tensorflow:graph",
+    "tensorflow:xla",
+)
+CASES = [(w, params, stack, busy) for w, params, busy in WORKLOADS for stack in STACKS]
 XLA = ("jax:jit", "torch:xla", "tensorflow:xla")
 OPTIONS = RunOptions(
     timeout_s=300,
@@ -77,7 +84,7 @@ def test_a_stack_is_profiled_and_its_categories_add_up(
             Path(found.files["optimized_hlo"]).read_text(encoding="utf-8").startswith("HloModule")
         )
         assert any(row.hlo for row in found.ops)
-    if stack == "torch:compile":
+    if stack == "torch:compile" and busy == ELEMENTWISE:
         assert found.fusions_per_call and found.fusions_per_call >= 1  # Inductor's kernel
 
 
