@@ -249,6 +249,8 @@ def test_counts_need_every_worker_and_exact_values_have_no_spread() -> None:
     split = judge_count([1, 2, 2], two)
     assert split.verdict == INCONCLUSIVE and split.workers_needed is None
     assert "2 of 3 in the claimed range" in split.reason
+    # Seen in claims --builtin: counts 1, 3, 3 against "== 2" straddle 2, yet no worker is at 2.
+    assert judge_count([1, 3, 3], two).verdict == FAILS
     assert "more workers would not decide it" in split.reason
     lines = judge_exact(1603, parse_relation("in 1500..2000", COUNT))
     assert (lines.verdict, lines.low, lines.high) == (HOLDS, 1603, 1603)

@@ -11,8 +11,9 @@ compares the whole interval with the range the relation claims:
 * ``inconclusive``: the interval straddles a bound of the range (or too few workers); for a
   factor or a crossover, with the workers a side that would likely decide it
   (``Judgement.workers_needed``, from the measured spread between workers: what ``claims
-  --repeat auto`` adds workers for); for a count, with why no number of workers would (its
-  interval is the range over workers, which more workers only widen);
+  --repeat auto`` adds workers for); for a count, with why no number of workers would (a
+  count holds when every worker's does and fails when none does, so workers that disagree stay
+  so however many more run);
 * ``not checkable here``: decided before measuring, by the service layer (hardware, stack or
   memory this machine lacks), with the reason.
 """
@@ -137,8 +138,8 @@ def judge_factor(subject: Samples, baseline: Samples, relation: Relation) -> Jud
 
 
 def judge_count(values: Sequence[float], relation: Relation) -> Judgement:
-    """A count per worker (runs to steady): the median, and the range over workers as its
-    interval (every worker must agree for a verdict)."""
+    """A count per worker (runs to steady): the median, the range over workers shown as its
+    interval; holds when every worker's count is in the claimed range, fails when none is."""
     ordered = sorted(values)
     if not ordered:
         raise ValueError("no values to judge")
@@ -148,14 +149,19 @@ def judge_count(values: Sequence[float], relation: Relation) -> Judgement:
     workers = (len(ordered), 0)
     if len(ordered) < MIN_WORKERS:
         return Judgement(INCONCLUSIVE, median, low, high, _too_few((len(ordered),)), workers)
-    verdict, why = against(relation, low, high)
-    if verdict == INCONCLUSIVE:
-        why += (
-            f"; the workers disagree ({_inside(ordered, relation)} of {len(ordered)} in the "
-            "claimed range), and more workers would not decide it: a count holds or fails only "
-            "when every worker does"
-        )
-    return Judgement(verdict, median, low, high, f"range over workers: {why}", workers)
+    inside, claimed = _inside(ordered, relation), describe_range(relation)
+    if inside == len(ordered):
+        why = f"every worker's count lies in the claimed range ({claimed})"
+        return Judgement(HOLDS, median, low, high, why, workers)
+    if inside == 0:
+        # Not the range's verdict: counts 1 and 3 straddle a claimed 2 with no worker at 2.
+        why = f"no worker's count lies in the claimed range ({claimed})"
+        return Judgement(FAILS, median, low, high, why, workers)
+    why = (
+        f"the workers disagree ({inside} of {len(ordered)} in the claimed range, {claimed}), and "
+        "more workers would not decide it: a count holds or fails only when every worker does"
+    )
+    return Judgement(INCONCLUSIVE, median, low, high, why, workers)
 
 
 def _inside(values: Sequence[float], relation: Relation) -> int:
