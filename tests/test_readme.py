@@ -388,7 +388,15 @@ WHY = {
 # Lines that cannot run here (AS_RUN None, apart from the set-up commands CI runs), and why.
 # Lines whose exit status rests on timings taken here (the selftest's checks): run alone, in
 # the serial pass (pytest -m serial), not beside other tests; none reads what another stored.
-MEASURING = ("stackwars selftest",)
+# Lines whose exit status rests on timings: they run alone, in the serial pass (the A/B
+# sessions' gate once failed an A/A pair at +290 % from noise, beside other tests at load 4.4).
+MEASURING = (
+    "stackwars selftest",
+    "stackwars ab --candidate-env REGRESS_EXTRA=0.1 --fail-above 5 -- --workload-file "
+    "benchmarks/power/regressed_gemm.py --workload regressed-gemm --stacks numpy",
+    "stackwars ab --baseline-python base/.venv/bin/python --candidate-python .venv/bin/python "
+    "--fail-above 5 -- --suite quick",
+)
 NOT_RUN = {
     "ray start --address HEAD:6379": "a second machine joining the head: the tests have one "
     "machine (tests/test_ray_executor.py covers one node; several are not proven here)",
