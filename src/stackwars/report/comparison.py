@@ -30,19 +30,24 @@ HEADER = ("Cell", "Baseline", "Candidate", "Change", "95% CI of ratio", "p", "Wo
 
 
 def _texts(row: ComparisonRow) -> tuple[str, ...]:
-    result = row.result
-    if result is None:
+    if row.result is None:
         return (row.label, "", "", "", "", "", "", row.broken or row.note)
+    return (row.label, *measured_texts(row), _verdict_text(row))
+
+
+def measured_texts(row: ComparisonRow) -> tuple[str, ...]:
+    """Baseline, candidate, change, interval, p and workers of a compared row, as text (the
+    terminal's and the report's tables alike)."""
+    result = row.result
+    assert result is not None  # callers show an uncompared row by its note
     unit = " within-process" if result.unit == "block" else ""
     return (
-        row.label,
         format_seconds(row.baseline_median),
         format_seconds(row.candidate_median),
         f"{(result.ratio - 1) * 100:+.1f}%",
         f"{result.ci_low:.3f}–{result.ci_high:.3f}",
         f"{result.p_value:.2g}",
         f"{result.workers[0]}+{result.workers[1]}{unit}",
-        _verdict_text(row),
     )
 
 

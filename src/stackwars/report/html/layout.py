@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from stackwars.claims.verdict import FAILS
 from stackwars.report.claims import COLUMNS as CLAIM_COLUMNS
 from stackwars.report.claims import claim_rows, verdict_counts
-from stackwars.report.comparison import comparison_notes
+from stackwars.report.comparison import comparison_notes, measured_texts
 from stackwars.report.html.data import SECTIONS, ComparisonView, HistoryView, Report
 from stackwars.report.html.explain import EXPLAIN_MIN_SPREAD, Explained
 from stackwars.report.html.explain import NOTE as EXPLAIN_NOTE
@@ -302,18 +302,8 @@ def _comparison_texts(row: ComparisonRow) -> tuple[str, ...]:
     result = row.result
     if result is None:
         return (row.label, "", "", "", "", "", "", row.note)
-    unit = " within-process" if result.unit == "block" else ""
     verdict = f"{result.verdict}: {result.reason}" if result.reason else result.verdict
-    return (
-        row.label,
-        format_seconds(row.baseline_median),
-        format_seconds(row.candidate_median),
-        f"{(result.ratio - 1) * 100:+.1f}%",
-        f"{result.ci_low:.3f}–{result.ci_high:.3f}",
-        f"{result.p_value:.2g}",
-        f"{result.workers[0]}+{result.workers[1]}{unit}",
-        verdict,
-    )
+    return (row.label, *measured_texts(row), verdict)
 
 
 def _history(report: Report) -> list[Block]:
