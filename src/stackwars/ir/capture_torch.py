@@ -44,12 +44,17 @@ def _graph_breaks(fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
 
 
 def capture_xla(fn: Callable[..., Any], args: tuple[Any, ...], framework: Any) -> Captured:
-    """torch.export of the function, lowered by torchax to the JAX function XLA runs."""
+    """The ATen graph torch.export sees, and the StableHLO and optimized HLO of the function
+    the stack runs: ``jax.jit`` of torchax's JAX view of the torch code, on the same arguments.
+
+    The IR is lowered from that view rather than from the exported program because export
+    decomposes some operations (attention among them) differently from torchax's own dispatch:
+    XLA compiled a different module from the one that ran."""
     import jax
     import numpy as np
     import torch
     from torch.utils import _pytree
-    from torchax import export as torchax_export
+    from torchax import interop
 
     # A model's arguments nest (its weights come as a dict): export sees the flat leaves.
     leaves, structure = _pytree.tree_flatten(args)
@@ -60,19 +65,16 @@ def capture_xla(fn: Callable[..., Any], args: tuple[Any, ...], framework: Any) -
         def forward(self, *inputs: Any) -> Any:
             return fn(*_pytree.tree_unflatten(list(inputs), structure))
 
-    host = [np.asarray(array) for array in framework.to_host(leaves)]
-    exported = torch.export.export(AsModule(), tuple(torch.from_numpy(a) for a in host))
     captured: dict[str, str] = {}
     failed: dict[str, str] = {}
-    attempt(
-        captured,
-        failed,
-        "exported_graph",
-        lambda: exported.graph_module.print_readable(print_output=False),
-    )
-    # Without export_raw, torchax returns (weights, function of (weights, inputs)).
-    weights, jax_function = torchax_export.exported_program_to_jax(exported)[-2:]
-    lowered = jax.jit(jax_function).lower(weights, tuple(jax.numpy.asarray(a) for a in host))
+
+    def exported_graph() -> str:
+        host = [np.asarray(array) for array in framework.to_host(leaves)]
+        exported = torch.export.export(AsModule(), tuple(torch.from_numpy(a) for a in host))
+        return exported.graph_module.print_readable(print_output=False)
+
+    attempt(captured, failed, "exported_graph", exported_graph)
+    lowered = jax.jit(interop.jax_view(fn)).lower(*interop.jax_view(tuple(args)))
     attempt(captured, failed, "stablehlo", lowered.as_text)
     attempt(captured, failed, "optimized_hlo", lambda: text_of(lowered.compile().as_text()))
     return captured, failed
