@@ -28,9 +28,9 @@ from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, parse_stacks
 from stackwars.frameworks.base import Framework, RunSettings
 from stackwars.ir import capture
 from stackwars.results.selftest import StackResult
-from stackwars.runner import ir_worker, peak_worker, plan, selftest_worker
+from stackwars.runner import ir_worker, peak_worker, plan, selftest_task, selftest_worker
 from stackwars.runner.protocol import CellSpec, Request
-from stackwars.service import api, instruments
+from stackwars.service import api
 from stackwars.timing.timer import TimingConfig
 from stackwars.workloads.models import SPECS, memory
 from stackwars.workloads.models.adapter import config_for, runner_module
@@ -207,7 +207,7 @@ def test_the_fake_framework_is_selftested(
         started.append(str(stack))
         return StackResult(str(stack), "ok")
 
-    monkeypatch.setattr(instruments, "run_selftest_worker", worker)
+    monkeypatch.setattr(selftest_task, "run_selftest_worker", worker)
     on_gpu = api.selftest_stack(Stack(fake.NAME, "eager"), "gpu", 10.0)
     assert (on_gpu.status, on_gpu.reason) == ("unsupported", "fakenp:eager runs on cpu, not gpu")
     assert api.selftest_stack(Stack(fake.NAME, "traced"), "cpu", 10.0).status == "ok"

@@ -19,9 +19,9 @@ from stackwars.frameworks.base import Framework, RunSettings
 from stackwars.frameworks.jax import JaxFramework
 from stackwars.frameworks.numpy import NumpyFramework
 from stackwars.results.selftest import Check, StackResult
-from stackwars.runner import selftest_worker
+from stackwars.runner import selftest_task, selftest_worker
 from stackwars.runner.selftest_worker import run_checks, run_request
-from stackwars.service import api, instruments
+from stackwars.service import api
 
 F = TypeVar("F", bound=Framework)
 # Small enough that the work a broken sync leaves running stays short.
@@ -208,11 +208,11 @@ def test_a_missing_framework_is_unsupported_without_a_worker(
     def no_worker(stack: Stack, device: str, timeout_s: float) -> StackResult:
         raise AssertionError(f"a worker was started for {stack}")
 
-    monkeypatch.setattr(instruments, "run_selftest_worker", no_worker)
+    monkeypatch.setattr(selftest_task, "run_selftest_worker", no_worker)
     on_gpu = api.selftest_stack(Stack("numpy", "eager"), "gpu", 10.0)
     assert (on_gpu.status, on_gpu.reason) == ("unsupported", "numpy:eager runs on cpu, not gpu")
     monkeypatch.setattr(
-        instruments, "stack_missing_reason", lambda framework, mode: f"{framework} is missing"
+        selftest_task, "stack_missing_reason", lambda framework, mode: f"{framework} is missing"
     )
     result = api.selftest_stack(Stack("torch", "eager"), "cpu", 10.0)
     assert (result.status, result.reason, result.failures()) == (

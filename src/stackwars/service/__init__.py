@@ -2,9 +2,11 @@
 
 Commands (``stackwars.commands``) import these modules and nothing below them that measures:
 
-* ``api``: plan, execute and resume runs, largest batches, IR cells, the store; ``stored``
-  (comparisons and history of stored runs) and ``instruments`` (selftest, peak, devices, IR
-  capture) are its two halves, re-exported by it;
+* ``api``: plan, execute and resume runs, largest batches, IR cells, the store; ``choices``
+  (what a run is asked for, checked), ``stored`` (comparisons and history of stored runs) and
+  ``instruments`` (machine warnings, peak) are its parts, re-exported by it, as are the parent
+  halves of the IR, profile, selftest and probe workers (in ``stackwars.runner``, beside their
+  workers);
 * ``inprocess``: workloads timed in the caller's process (``stackwars.time``);
 * ``behave``: the probes on every stack, through the same run loop;
 * ``adaptive``: ``--repeat auto`` and ``--second-look``: workers added where the variance is;
@@ -12,6 +14,7 @@ Commands (``stackwars.commands``) import these modules and nothing below them th
 * ``claimcheck``: the cells claims need, measured and judged.
 
 Inside the package a module imports only the ones listed above it, and commands import only
-the six named here, never ``stored`` or ``instruments`` directly (``tests/test_layers.py``).
+the six named here, never ``choices``, ``stored`` or ``instruments`` directly
+(``tests/test_layers.py``).
 Nothing is imported here: importing one module must not load the others.
 """

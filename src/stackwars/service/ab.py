@@ -25,8 +25,9 @@ from pathlib import Path
 
 from stackwars.errors import UsageError
 from stackwars.results.comparison import ComparisonRow, Gate, compare_runs
+from stackwars.runner.child import Interpreter, Limits
+from stackwars.runner.sides import run_side, side_version
 from stackwars.service import api
-from stackwars.service.instruments import Interpreter, Limits, run_side, side_version
 from stackwars.timing.compare import DEFAULT_ALPHA, FASTER_UNSURE, SLOWER_UNSURE, UNDECIDED
 
 OWNED_OPTIONS = ("--repeat", "--db", "--json", "--resume", "--label", "--order-seed")

@@ -1,0 +1,57 @@
+"""The parent half of the IR worker (runner/ir_worker.py): one cell's IR captured in a fresh
+worker, and every ok cell of a run captured and stored with it."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from stackwars.config import RunOptions
+from stackwars.ir.capture import stages
+from stackwars.results import store
+from stackwars.results.run import Run
+from stackwars.runner import session
+from stackwars.runner.child import Limits, run_child
+from stackwars.runner.protocol import CellSpec
+
+WORKER = "stackwars.runner.ir_worker"
+IR_TIMEOUT_S = 600.0
+
+
+def capture_stack(spec: CellSpec, options: RunOptions, out_dir: Path) -> dict[str, Any]:
+    """Run the IR worker for one stack; its index, or the reason it failed for every stage."""
+    out_dir = out_dir.resolve()  # the worker runs in its own folder
+    with tempfile.TemporaryDirectory(prefix="stackwars-ir-") as scratch:
+        request = session.request_for(spec, options, Path(scratch) / "cache")
+        end = run_child(
+            WORKER,
+            "ir",
+            {"request": request.to_dict(), "out_dir": str(out_dir)},
+            Limits(options.timeout_s, options.memory_budget),
+        )
+    if end.ok and end.result is not None:
+        return end.result
+    return {"stack": spec.stack, "stages": {}, "unavailable": {"*": end.detail}}
+
+
+def capture_run_ir(record: Run, options: RunOptions, results: store.Store) -> list[str]:
+    """Capture and store the IR of every ok cell of a run whose stack has a compiler, once
+    per cell key; one line per cell saying what was stored."""
+    seen: set[tuple[str, str, str, str, bool]] = set()
+    lines = []
+    for cell in record.cells:
+        if cell.status != "ok" or cell.key() in seen or not stages(cell.stack):
+            continue
+        seen.add(cell.key())
+        spec = CellSpec(cell.workload, cell.params, cell.stack, cell.device, cell.to_host)
+        with tempfile.TemporaryDirectory(prefix="stackwars-ir-") as scratch:
+            index = capture_stack(spec, options, Path(scratch))
+            texts = {
+                stage: (Path(scratch) / name).read_text(encoding="utf-8")
+                for stage, name in index["stages"].items()
+            }
+        results.add_captures(record, cell, texts)
+        missing = ", ".join(index["unavailable"]) or "none"
+        lines.append(f"IR of {cell.label()}: {len(texts)} stage(s) stored; missing: {missing}")
+    return lines
