@@ -1,13 +1,13 @@
 """Options that several commands take with the same meaning and help: the results store, the
-workload files, the comparison verdict and the gate. Not a command: every command module may
-import it, and it imports none."""
+workload files, the settings a framework runs with, the comparison verdict and the gate. Not a
+command: every command module may import it, and it imports none."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any, TypeAlias
 
-from stackwars.config import EXECUTORS
+from stackwars.config import EXECUTORS, MATMUL_PRECISIONS
 
 # Written as a string: argparse's action class is not subscriptable at run time.
 Subparsers: TypeAlias = "argparse._SubParsersAction[Any]"
@@ -21,6 +21,61 @@ def add_db(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
 
 def add_workload_files(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workload-file", action="append", default=[], metavar="PATH")
+
+
+def add_framework_settings(parser: argparse.ArgumentParser) -> None:
+    """How each framework runs a cell: threads, 64-bit JAX, matmul precision, accelerator
+    memory (read back by :func:`framework_settings`)."""
+    settings = parser.add_argument_group("framework settings")
+    settings.add_argument(
+        "--threads", type=int, metavar="N", help="threads per framework (default: its own)"
+    )
+    settings.add_argument(
+        "--x64",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="JAX 64-bit: auto turns it on for float64 cells",
+    )
+    settings.add_argument(
+        "--matmul-precision",
+        choices=MATMUL_PRECISIONS,
+        default="highest",
+        help="float32 matmuls: highest (full precision, the default), high (the framework's "
+        "faster mode: TF32 on NVIDIA GPUs) or default (as each framework leaves them: TF32 on "
+        "in TensorFlow, and in JAX on GPUs, off in torch); recorded in each cell",
+    )
+    settings.add_argument(
+        "--preallocate",
+        action="store_true",
+        help="let JAX and TensorFlow reserve most of an accelerator's memory upfront, their "
+        "default (stackwars turns it off so memory peaks are the work's); no effect on cpu",
+    )
+    settings.add_argument(
+        "--memory-fraction",
+        type=float,
+        metavar="F",
+        help="the share of a gpu's memory JAX and torch may take, in (0, 1] (JAX: "
+        "XLA_PYTHON_CLIENT_MEM_FRACTION, what --preallocate reserves; torch: "
+        "set_per_process_memory_fraction); default: each framework's own",
+    )
+    settings.add_argument(
+        "--allocator-conf",
+        metavar="TEXT",
+        help="PYTORCH_CUDA_ALLOC_CONF for torch's cells on a gpu, e.g. "
+        "expandable_segments:True (default: torch's own)",
+    )
+
+
+def framework_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The options :func:`add_framework_settings` added, named as ``api.Measure`` names them."""
+    return {
+        "threads": args.threads,
+        "x64": args.x64,
+        "matmul_precision": args.matmul_precision,
+        "preallocate": args.preallocate,
+        "memory_fraction": args.memory_fraction,
+        "allocator_conf": args.allocator_conf,
+    }
 
 
 def add_threshold(parser: argparse.ArgumentParser) -> None:

@@ -4,11 +4,17 @@ own profiler; the stacks side by side, each stack's costliest operations, the ra
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from pathlib import Path
 
-from stackwars.commands.options import Subparsers, add_workload_files
-from stackwars.config import INPUT_MODES, RunOptions, default_memory_budget, parse_size
+from stackwars.commands.options import (
+    Subparsers,
+    add_framework_settings,
+    add_workload_files,
+    framework_settings,
+)
+from stackwars.config import INPUT_MODES, RunOptions
 from stackwars.errors import UsageError
 from stackwars.profiling.result import PROFILE_FORMAT, Profile
 from stackwars.report import profile as render
@@ -60,6 +66,7 @@ def add_profile(subparsers: Subparsers) -> None:
         default="resident",
         help="per-call: every call places the host inputs on the device (as run --inputs)",
     )
+    add_framework_settings(parser)
     parser.set_defaults(handler=profile)
 
 
@@ -103,15 +110,15 @@ def profile(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def options_of(args: argparse.Namespace, files: tuple[str, ...]) -> RunOptions:
-    """Each cell's unprofiled steady state is measured with the timing protocol in a budget
-    of ``--budget`` seconds (it stops earlier once precise enough)."""
+    """The options of every profiled cell, the framework settings as ``run`` takes them; each
+    cell's unprofiled steady state is measured with the timing protocol in a budget of
+    ``--budget`` seconds (it stops earlier once precise enough)."""
     budget = DEFAULT_BUDGET_S if args.budget is None else args.budget
-    return RunOptions(
+    measure = api.Measure(
         timeout_s=args.timeout or api.IR_TIMEOUT_S,
-        memory_budget=parse_size(args.memory_budget)
-        if args.memory_budget
-        else default_memory_budget(),
-        timing=TimingConfig(steady_budget_s=budget, warmup_budget_s=max(budget, 2.0)),
-        workload_files=files,
+        memory_budget=args.memory_budget,
         inputs=args.inputs,
+        **framework_settings(args),
     )
+    timing = TimingConfig(steady_budget_s=budget, warmup_budget_s=max(budget, 2.0))
+    return dataclasses.replace(api.run_options(measure, "cpu", None, files), timing=timing)

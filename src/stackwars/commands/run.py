@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from stackwars.commands.options import Subparsers, add_db, add_executor
-from stackwars.config import CACHE_MODES, INPUT_MODES, MATMUL_PRECISIONS, RunOptions
+from stackwars.commands.options import (
+    Subparsers,
+    add_db,
+    add_executor,
+    add_framework_settings,
+    framework_settings,
+)
+from stackwars.config import CACHE_MODES, INPUT_MODES, RunOptions
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stacks
 from stackwars.report import profile as render
 from stackwars.report.console import report_console, warn
-from stackwars.report.derived import derived_tables
+from stackwars.report.derived import derived_tables, second_look_line
 from stackwars.report.maxbatch import max_batch_table
 from stackwars.report.progress import Progress
 from stackwars.report.table import build_tables, render_markdown, render_rich, status_counts
@@ -77,6 +82,9 @@ def add_run(subparsers: Subparsers) -> None:
         help="a Python file that registers more workloads",
     )
     _add_run_limits(parser)
+    _add_run_timing(parser)
+    add_framework_settings(parser)
+    _add_run_caches(parser)
     _add_run_output(parser)
     add_executor(parser, "cells")
     parser.set_defaults(handler=run)
@@ -93,7 +101,7 @@ def add_rerun(subparsers: Subparsers) -> None:
 
 
 def _add_run_limits(run: argparse.ArgumentParser) -> None:
-    limits = run.add_argument_group("limits and fairness")
+    limits = run.add_argument_group("limits")
     limits.add_argument("--timeout", type=float, metavar="S", help="per cell, seconds (900)")
     limits.add_argument(
         "--memory-budget",
@@ -101,85 +109,10 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
         help="per worker, e.g. 8GiB (default: 75%% of available memory, split between --jobs)",
     )
     limits.add_argument(
-        "--jobs",
-        type=int,
-        default=1,
-        metavar="N",
-        help="cells measured at a time on this machine (default 1: cells timed side by side "
-        "share the cores and disturb each other's timings; more is faster, and the run "
-        "records it and warns)",
-    )
-    limits.add_argument(
         "--device-memory-budget",
         metavar="SIZE",
         help="what an accelerator cell's predicted device peak must fit, e.g. 70GiB (default: "
         "90%% of the GPU's memory as nvidia-smi reports it; unchecked when unknown)",
-    )
-    limits.add_argument(
-        "--target-ci",
-        type=float,
-        metavar="PCT",
-        help="stop when the 95%% CI of the median is within PCT %% (1)",
-    )
-    limits.add_argument(
-        "--budget",
-        type=float,
-        metavar="S",
-        help="steady-state time budget per cell, seconds (10; quick: 0.3)",
-    )
-    limits.add_argument(
-        "--cache",
-        choices=CACHE_MODES,
-        help="compile caches: fresh per cell (cold, the default), shared (warm), fresh "
-        "including toolchain artifacts such as Inductor's headers (pristine), or each cell "
-        "cold and then its first run again in a fresh worker with the cache it filled "
-        "(cold-then-warm; the compile-cache suite's)",
-    )
-    limits.add_argument(
-        "--cache-dir",
-        metavar="PATH",
-        help="keep persistent compile caches (JAX's, Inductor's) in PATH across runs: the "
-        "first run fills it, later runs start warm (implies --cache warm)",
-    )
-    limits.add_argument(
-        "--preallocate",
-        action="store_true",
-        help="let JAX and TensorFlow reserve most of an accelerator's memory upfront, their "
-        "default (stackwars turns it off so memory peaks are the work's); no effect on cpu",
-    )
-    limits.add_argument(
-        "--memory-fraction",
-        type=float,
-        metavar="F",
-        help="the share of a gpu's memory JAX and torch may take, in (0, 1] (JAX: "
-        "XLA_PYTHON_CLIENT_MEM_FRACTION, what --preallocate reserves; torch: "
-        "set_per_process_memory_fraction); default: each framework's own",
-    )
-    limits.add_argument(
-        "--allocator-conf",
-        metavar="TEXT",
-        help="PYTORCH_CUDA_ALLOC_CONF for torch's cells on a gpu, e.g. "
-        "expandable_segments:True (default: torch's own)",
-    )
-    limits.add_argument(
-        "--matmul-precision",
-        choices=MATMUL_PRECISIONS,
-        default="highest",
-        help="float32 matmuls: highest (full precision, the default), high (the framework's "
-        "faster mode: TF32 on NVIDIA GPUs) or default (as each framework leaves them: TF32 on "
-        "in TensorFlow, and in JAX on GPUs, off in torch); recorded in each cell",
-    )
-    limits.add_argument(
-        "--threads",
-        type=int,
-        metavar="N",
-        help="threads per framework (default: the framework's own)",
-    )
-    limits.add_argument(
-        "--x64",
-        default="auto",
-        choices=("auto", "on", "off"),
-        help="JAX 64-bit: auto turns it on for float64 cells",
     )
     limits.add_argument(
         "--force",
@@ -193,16 +126,32 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
         help="run nothing: for each cell, print the largest batch whose predicted peak fits "
         "the memory budget (workloads with a batch parameter)",
     )
-    limits.add_argument("--seed", type=int, default=0, help="input seed (0)")
     limits.add_argument(
-        "--inputs",
-        choices=INPUT_MODES,
-        default="resident",
-        help="resident: inputs placed on the device once, before timing (the default); "
-        "per-call: every timed call places the host NumPy inputs itself, the transfer timed "
-        "with the work (seed 002's jax.jit(f)(jnp.array(x)); numpy has nothing to place)",
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="cells measured at a time on this machine (default 1: cells timed side by side "
+        "share the cores and disturb each other's timings; more is faster, and the run "
+        "records it and warns)",
     )
-    limits.add_argument(
+
+
+def _add_run_timing(run: argparse.ArgumentParser) -> None:
+    timing = run.add_argument_group("timing")
+    timing.add_argument(
+        "--target-ci",
+        type=float,
+        metavar="PCT",
+        help="stop when the 95%% CI of the median is within PCT %% (1)",
+    )
+    timing.add_argument(
+        "--budget",
+        type=float,
+        metavar="S",
+        help="steady-state time budget per cell, seconds (10; quick: 0.3)",
+    )
+    timing.add_argument(
         "--repeat",
         default="1",
         metavar="N|auto",
@@ -210,10 +159,10 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
         "then treat workers as the unit. auto: 3, then one more round at a time for the cells "
         "whose interval across workers is wider than ±3 %%, up to 10 workers and 20 minutes",
     )
-    limits.add_argument(
+    timing.add_argument(
         "--order-seed", type=int, default=0, metavar="N", help="seed of the --repeat order (0)"
     )
-    limits.add_argument(
+    timing.add_argument(
         "--second-look",
         type=float,
         default=adaptive.SECOND_LOOK_S,
@@ -222,6 +171,33 @@ def _add_run_limits(run: argparse.ArgumentParser) -> None:
         "many as fit S seconds; a cell whose two workers disagree far beyond their own "
         "intervals is marked ≋ (processes landing at different speeds) "
         f"({adaptive.SECOND_LOOK_S:g}; 0: none)",
+    )
+    timing.add_argument("--seed", type=int, default=0, help="input seed (0)")
+    timing.add_argument(
+        "--inputs",
+        choices=INPUT_MODES,
+        default="resident",
+        help="resident: inputs placed on the device once, before timing (the default); "
+        "per-call: every timed call places the host NumPy inputs itself, the transfer timed "
+        "with the work (seed 002's jax.jit(f)(jnp.array(x)); numpy has nothing to place)",
+    )
+
+
+def _add_run_caches(run: argparse.ArgumentParser) -> None:
+    caches = run.add_argument_group("compile caches")
+    caches.add_argument(
+        "--cache",
+        choices=CACHE_MODES,
+        help="fresh per cell (cold, the default), shared (warm), fresh including toolchain "
+        "artifacts such as Inductor's headers (pristine), or each cell cold and then its "
+        "first run again in a fresh worker with the cache it filled (cold-then-warm; the "
+        "compile-cache suite's)",
+    )
+    caches.add_argument(
+        "--cache-dir",
+        metavar="PATH",
+        help="keep persistent compile caches (JAX's, Inductor's) in PATH across runs: the "
+        "first run fills it, later runs start warm (implies --cache warm)",
     )
 
 
@@ -287,18 +263,13 @@ def measure(args: argparse.Namespace) -> api.Measure:
         budget_s=args.budget,
         cache=args.cache,
         cache_dir=args.cache_dir,
-        preallocate=args.preallocate,
-        memory_fraction=args.memory_fraction,
-        allocator_conf=args.allocator_conf,
-        matmul_precision=args.matmul_precision,
         inputs=args.inputs,
-        threads=args.threads,
-        x64=args.x64,
         force=args.force,
         seed=args.seed,
         repeat=adaptive.parse_repeat(args.repeat) or MIN_WORKERS,
         order_seed=args.order_seed,
         jobs=args.jobs,
+        **framework_settings(args),
     )
 
 
@@ -327,10 +298,25 @@ def rerun(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
-    """Run the planned cells with progress, then print (and write) the tables."""
-    console = report_console()
+    """Run the planned cells with progress, then print (and write) the tables; IR and
+    profiles after them when asked."""
     profiled = _profiled_stacks(getattr(args, "profile", None))  # bad names refused up front
     look = _second_look(args)
+    record, results = _execute(planned, args, look)
+    _show(record, args, results, look)
+    if getattr(args, "capture_ir", False):
+        for line in api.capture_run_ir(record, planned.options, results):
+            report_console().print(line)
+    if profiled is not None:
+        json_path = Path(args.json) if args.json else None
+        profile_after_run(record, planned.options, results, profiled, json_path)
+    strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
+    return EXIT_NOT_ALL_OK if strict_failure else 0
+
+
+def _execute(planned: api.PlannedRun, args: argparse.Namespace, look: float) -> tuple[Run, Store]:
+    """The cells measured (with the rounds --repeat auto adds, and the second look), each
+    stored as it ends."""
     # Connected first: an executor that cannot start is one line, with nothing stored.
     executor = api.open_executor(args.executor, args.ray_address, planned.options)
     try:
@@ -344,18 +330,34 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
             def execute(part: api.PlannedRun) -> Run:
                 return api.execute(part, results, progress, json_path, executor)
 
-            record = _measure(planned, args, execute, progress.more)
-            if look > 0:
-                annotated = adaptive.second_look(
-                    record,
+            fresh = getattr(args, "resume", None) is None
+            if getattr(args, "repeat", None) == adaptive.AUTO and fresh:
+                wanting, settings = adaptive.wide_cells(), adaptive.Adaptive()
+                record = adaptive.grow(
                     planned,
-                    lambda part: api.measure_again(part, progress, executor),
-                    look,
-                    progress.more,
+                    execute,
+                    wanting,
+                    settings=settings,
+                    clock=time.monotonic,
+                    on_round=progress.more,
                 )
+            else:
+                record = execute(planned)
+            if look > 0:
+
+                def again(part: api.PlannedRun) -> list[Cell]:
+                    return api.measure_again(part, progress, executor)
+
+                annotated = adaptive.second_look(record, planned, again, look, progress.more)
                 api.keep_annotations(results, record, annotated, json_path)
     finally:
         executor.close()
+    return record, results
+
+
+def _show(record: Run, args: argparse.Namespace, results: Store, look: float) -> None:
+    """The run's tables (merged over workers), what they imply, and where it is stored."""
+    console = report_console()
     peak, stale = api.usable_peak(record.machine, record.options.get("device", "cpu"))
     if stale:
         warn(stale)
@@ -371,46 +373,6 @@ def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
         markdown = render_markdown(tables) + derived_markdown
         Path(args.markdown).write_text(markdown, encoding="utf-8")
     console.print(f"run {record.id}: {status_counts(record.cells)}; stored in {results.path}")
-    if getattr(args, "capture_ir", False):
-        for line in api.capture_run_ir(record, planned.options, results):
-            console.print(line)
-    if profiled is not None:
-        profile_after_run(record, planned.options, results, profiled, json_path)
-    strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
-    return EXIT_NOT_ALL_OK if strict_failure else 0
-
-
-def second_look_line(cells: Sequence[Cell]) -> str:
-    """What --second-look checked, and found."""
-    ok = [cell for cell in cells if cell.status == "ok"]
-    looked = [cell for cell in ok if cell.settings.get("second_look", {}).get("status") == "ok"]
-    apart = [cell for cell in looked if cell.settings.get("workers_disagree")]
-    return (
-        f"second look: {len(looked)} of {len(ok)} ok cells measured again in a fresh worker "
-        f"(--second-look, not in their numbers); {len(apart)} whose two workers disagree (≋); "
-        "the others rest on one process (--repeat 3 measures every cell across processes)"
-    )
-
-
-def _measure(
-    planned: api.PlannedRun,
-    args: argparse.Namespace,
-    execute: Callable[[api.PlannedRun], Run],
-    on_round: Callable[[Sequence[str]], None],
-) -> Run:
-    """The planned cells, then the rounds --repeat auto adds."""
-    repeat, resumed = getattr(args, "repeat", None), getattr(args, "resume", None) is not None
-    if repeat == adaptive.AUTO and not resumed:
-        wanting = adaptive.wide_cells()
-        return adaptive.grow(
-            planned,
-            execute,
-            wanting,
-            settings=adaptive.Adaptive(),
-            clock=time.monotonic,
-            on_round=on_round,
-        )
-    return execute(planned)
 
 
 def _second_look(args: argparse.Namespace) -> float:
@@ -463,11 +425,6 @@ def profile_after_run(
         )
     if json_path:
         record.write_json(json_path)
-    for title, group in render.by_cell(profiles).items():
-        if any(found.status == "ok" for found in group):
-            console.print(render.side_by_side(group, f"{title}: profiled after the run"))
-    for line in render.not_profiled(profiles):
-        console.print(line)
-    for line in render.files(profiles):
-        console.print(line, highlight=False)
+    for shown in render.after_run(profiles):
+        console.print(shown, highlight=False)
     console.print(f"{len(profiles)} profile(s) stored with run {record.id}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -141,3 +142,16 @@ def files(profiles: Sequence[Profile]) -> list[str]:
         for profile in profiles
         for what, path in profile.files.items()
     ]
+
+
+def after_run(profiles: Sequence[Profile]) -> list[RenderableType]:
+    """run --profile's output: per cell, its stacks side by side; then the stacks without a
+    profile and where the raw traces are."""
+    shown: list[RenderableType] = [
+        side_by_side(group, f"{title}: profiled after the run")
+        for title, group in by_cell(profiles).items()
+        if any(found.status == "ok" for found in group)
+    ]
+    shown.extend(not_profiled(profiles))
+    shown.extend(Text(line) for line in files(profiles))
+    return shown
