@@ -119,6 +119,18 @@ def test_the_categories_add_up_to_the_traced_time_and_name_xla_operations_from_t
     assert found.adds_up is not None and found.adds_up.within
 
 
+def test_calls_that_recorded_no_operation_are_named_in_the_notes() -> None:
+    windows = [(0.0, 100.0), (200.0, 300.0), (400.0, 500.0)]
+    ops = [op("MatMul", 210, 260)]
+    found = analyse.fill(Profile("tensorflow:graph", "gemm", {}), trace(ops, windows), {})
+    assert found.ops_per_call == pytest.approx(1 / 3)
+    assert any(
+        note.startswith("2 of 3 profiled calls recorded no operation") for note in found.notes
+    )
+    every = analyse.fill(Profile("tensorflow:graph", "gemm", {}), trace(ops, windows[1:2]), {})
+    assert not every.notes
+
+
 def test_a_trace_that_cannot_be_split_into_calls_is_refused() -> None:
     broken = Trace(ops=[], windows=[(0.0, 1.0)], threads=[], call_s=[1e-6, 1e-6])
     with pytest.raises(ValueError, match="cannot be split into calls"):

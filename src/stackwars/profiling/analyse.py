@@ -57,7 +57,25 @@ def fill(profile: Profile, trace: Trace, hlo: Mapping[str, Instruction]) -> Prof
     profile.adds_up = AddsUp(traced_s=profile.traced_s, measured_s=profile.profiled_mean_s)
     profile.files.update(trace.files)
     profile.notes.extend(trace.notes)
+    profile.notes.extend(empty_calls_note(ops, trace.windows))
     return profile
+
+
+def empty_calls_note(ops: list[OpEvent], windows: list[tuple[float, float]]) -> list[str]:
+    """A note when some calls recorded no operation: the profiler left their work untraced,
+    so their time is all overhead/idle and the operations per call undercount."""
+    empty = sum(
+        1
+        for start, end in windows
+        if not any(op.start_us < end and op.end_us > start for op in ops)
+    )
+    if not empty:
+        return []
+    return [
+        f"{empty} of {len(windows)} profiled calls recorded no operation: the profiler left "
+        "their kernels untraced, so their time counts as overhead/idle and the operations per "
+        "call undercount"
+    ]
 
 
 def attribute(
