@@ -8,11 +8,13 @@ workers for the command-line run with a hostile ``KERAS_BACKEND``.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,34 +147,51 @@ PLAN = {  # framework -> (op modes, model mode); keras-jax:eager runs in the sel
 }
 
 
+def shared_folder(factory: pytest.TempPathFactory) -> Path:
+    """A folder every xdist worker of this test run sees (this process's own without xdist)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    folder = factory.getbasetemp().parent / f"keras-{run}" if run else factory.getbasetemp()
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 @pytest.fixture(scope="module")
-def tiny_cells(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Cell]]:
-    """Each Keras framework's tiny cells, run in a process of its own."""
-    found: dict[str, list[Cell]] = {}
+def tiny_cells(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], list[Cell]]:
+    """Each Keras framework's tiny cells, run in a process of its own, once per test run: the
+    answer is kept in a file the xdist workers share (a lock makes the others wait for it), so
+    that the tests reading one framework's cells may run on any worker."""
+    folder = shared_folder(tmp_path_factory)
     script = DRIVER % {"ops": OPS, "models": MODELS}
-    for name, (modes, model_mode) in PLAN.items():
-        if stack_missing_reason(name, model_mode):
-            continue
-        folder = tmp_path_factory.mktemp(name)
-        out = subprocess.run(
-            [sys.executable, "-c", script, name, modes, model_mode, str(folder)],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=True,
-        ).stdout
-        found[name] = [Cell.from_dict(data) for data in json.loads(out.splitlines()[-1])]
-    return found
+
+    def cells_of(name: str) -> list[Cell]:
+        answer = folder / f"{name}.json"
+        with (folder / f"{name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not answer.exists():
+                modes, model_mode = PLAN[name]
+                (folder / name).mkdir()
+                argv = [sys.executable, "-c", script, name, modes, model_mode, str(folder / name)]
+                done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=True)
+                answer.write_text(done.stdout.splitlines()[-1], encoding="utf-8")
+        return [Cell.from_dict(data) for data in json.loads(answer.read_text(encoding="utf-8"))]
+
+    return cells_of
+
+
+def installed() -> list[str]:
+    return [
+        name for name, (_, model_mode) in PLAN.items() if not stack_missing_reason(name, model_mode)
+    ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(PLAN))
 def test_every_keras_stack_runs_the_ops_and_models_with_parity(
-    name: str, tiny_cells: dict[str, list[Cell]]
+    name: str, tiny_cells: Callable[[str], list[Cell]]
 ) -> None:
-    if name not in tiny_cells:
+    if name not in installed():
         pytest.skip(stack_missing_reason(name, PLAN[name][1]) or "")
-    cells = tiny_cells[name]
+    cells = tiny_cells(name)
     assert len(cells) == len(PLAN[name][0].split(",")) * (len(OPS) + 2) + 2 * len(MODELS)
     for cell in cells:
         where = f"{cell.workload} {cell.params} on {cell.stack}"
@@ -191,20 +210,21 @@ def test_every_keras_stack_runs_the_ops_and_models_with_parity(
 
 @pytest.mark.slow
 def test_train_steps_agree_across_the_keras_backends(
-    tiny_cells: dict[str, list[Cell]],
+    tiny_cells: Callable[[str], list[Cell]],
 ) -> None:
     """The parent's cross-stack check, as a run applies it: every backend's first AdamW step
     on every model agrees with the first backend's."""
-    trains = [c for cells in tiny_cells.values() for c in cells if c.params.get("task") == "train"]
-    if len(tiny_cells) < 2:
+    names = installed()
+    if len(names) < 2:
         pytest.skip("needs two Keras backends installed")
+    trains = [c for name in names for c in tiny_cells(name) if c.params.get("task") == "train"]
     earlier: list[Cell] = []
     for cell in trains:
         crosscheck(cell, earlier)
         earlier.append(cell)
         assert cell.status == "ok", (cell.workload, cell.stack, cell.reason)
     compared = [c for c in trains if c.parity.compared_with]
-    assert len(compared) == len(MODELS) * (len(tiny_cells) - 1)
+    assert len(compared) == len(MODELS) * (len(names) - 1)
 
 
 @pytest.mark.slow

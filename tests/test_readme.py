@@ -9,6 +9,10 @@ command; the main-job command differs from it only in installing without the ``d
 their ``stackwars run`` is run here at tiny size. The cluster section's ``ray`` commands run
 with the venv's ``ray`` on this machine's loopback (tests/conftest.py), the head on a free
 port; the one line that needs a second machine is in ``NOT_RUN``, with the reason.
+
+The lines run in ``GROUPS`` of consecutive lines, each group in a folder of its own, so that
+pytest-xdist spreads them over its workers; within a group, two lines that stand for the same
+run run it once.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     "stackwars run": [["run", "--param", "n=32", *SMALL]],
     "stackwars run --suite seed-blog": [["run", "--suite", "seed-blog", "--param", "n=32", *SMALL]],
     "stackwars run --suite numpy-vs-jax": [
-        ["run", "--suite", "numpy-vs-jax", "--param", "n=16,32", *SMALL]
+        ["run", "--suite", "numpy-vs-jax", "--param", "n=32", *SMALL]
     ],
     "stackwars run --suite stack-wars-ops": [["run", "--suite", "stack-wars-ops", *OPS, *SMALL]],
     "stackwars run --suite compile-cache": [["run", "--suite", "compile-cache", *OPS, *SMALL]],
@@ -79,7 +83,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
             "scale=tiny",
             *OPS,
             "--stacks",
-            "jax:jit",
+            "numpy",
             *FAST,
         ]
     ],
@@ -385,11 +389,9 @@ WHY = {
 }
 
 
-# Lines that cannot run here (AS_RUN None, apart from the set-up commands CI runs), and why.
-# Lines whose exit status rests on timings taken here (the selftest's checks): run alone, in
-# the serial pass (pytest -m serial), not beside other tests; none reads what another stored.
-# Lines whose exit status rests on timings: they run alone, in the serial pass (the A/B
-# sessions' gate once failed an A/A pair at +290 % from noise, beside other tests at load 4.4).
+# Lines whose exit status rests on timings taken here (the selftest's checks, the A/B
+# sessions' gate, which once failed an A/A pair at +290 % from noise beside other tests at load
+# 4.4): run alone, in the serial pass (pytest -m serial); none reads what another stored.
 MEASURING = (
     "stackwars selftest",
     "stackwars ab --candidate-env REGRESS_EXTRA=0.1 --fail-above 5 -- --workload-file "
@@ -397,6 +399,7 @@ MEASURING = (
     "stackwars ab --baseline-python base/.venv/bin/python --candidate-python .venv/bin/python "
     "--fail-above 5 -- --suite quick",
 )
+# Lines that cannot run here (AS_RUN None, apart from the set-up commands CI runs), and why.
 NOT_RUN = {
     "ray start --address HEAD:6379": "a second machine joining the head: the tests have one "
     "machine (tests/test_ray_executor.py covers one node; several are not proven here)",
@@ -408,6 +411,68 @@ NOT_RUN = {
     "python3 -m venv .venv && .venv/bin/pip install -e '.[tpu]'": "installs libtpu for a TPU "
     "VM this machine is not; tests/test_accelerator_extras.py checks the pins",
 }
+
+
+# The README's lines in groups of consecutive lines, each named by its first line: a group
+# runs in a folder (and results store) of its own, so the groups are independent tests that
+# pytest-xdist spreads over its workers. Within a group the lines run in the README's order.
+GROUPS = {
+    "quick start and suites": INSTALL_AND_RUN,
+    "models and workloads": "stackwars run --suite models --param scale=tiny",
+    "results": "stackwars list workloads | stacks | suites",
+    "instruments": "stackwars ir --workload ffn --stacks jax:jit,torch:xla --diff jax:jit "
+    "torch:xla",
+    "ci": "stackwars run --suite quick --repeat 3 --label main --json baseline.json",
+    "cluster": "ray start --head --port 6379",
+    "accelerators and extending": "python3 -m venv .venv && .venv/bin/pip install -e '.[cuda]'",
+}
+# Groups whose lines read a stored run ('latest', history) that no line of theirs made: a
+# tiny run is stored first, as a reader of that section would have one.
+SEEDED = {"results": ["run", "--workload", "gemm", "--param", "n=16", *SMALL]}
+# What a line leaves in its folder, checked after its group.
+LEFT_BEHIND = {
+    "stackwars export RUN --format json|csv [--out F]": lambda folder: (
+        (folder / "cells.csv").read_text(encoding="utf-8").startswith("run_id,")
+    ),
+    "stackwars compare baseline.json candidate.json --fail-above 5 --markdown compare.md "
+    "--github-summary": lambda folder: (
+        (folder / "compare.md").read_text(encoding="utf-8").startswith("### ")
+    ),
+    "stackwars ir --workload ffn --stacks jax:jit,torch:xla --diff jax:jit torch:xla": lambda f: (
+        bool(list(f.glob("stackwars-ir/*/jax_jit/stablehlo.txt")))
+    ),
+    "stackwars profile --workload selu --param n=2000 --stacks jax:jit,torch:compile,"
+    "tensorflow:xla": lambda folder: (
+        [
+            found["status"]
+            for found in json.loads((folder / "profile.json").read_text(encoding="utf-8"))[
+                "profiles"
+            ]
+        ]
+        == ["ok", "unsupported"]
+    ),
+}
+
+
+# The second look (20 s by default) measures a run's cheapest cells again in fresh workers:
+# the quick start's run keeps it, as a user runs it; the other runs at test size skip it, a
+# time budget like --budget (tests/test_second_look.py tests it).
+KEEPS_SECOND_LOOK = (INSTALL_AND_RUN, "stackwars run")
+
+
+def at_test_size(line: str, argv: list[str]) -> list[str]:
+    """ARGV as run for LINE: without the second look, unless LINE shows it."""
+    if argv[0] != "run" or line in KEEPS_SECOND_LOOK or "--repeat" in argv:
+        return argv
+    return [*argv, "--second-look", "0"]
+
+
+def grouped() -> dict[str, list[str]]:
+    """Each group's lines: from its first line up to the next group's."""
+    lines = list(AS_RUN)
+    starts = [lines.index(first) for first in GROUPS.values()]
+    ends = [*starts[1:], len(lines)]
+    return {name: lines[start:end] for name, start, end in zip(GROUPS, starts, ends, strict=True)}
 
 
 def blocks(language: str) -> list[str]:
@@ -465,9 +530,16 @@ def test_every_readme_command_is_listed() -> None:
     assert not_run == [INSTALL_AND_TEST, *NOT_RUN]
 
 
+def test_the_groups_cover_the_readme_in_order() -> None:
+    starts = [list(AS_RUN).index(first) for first in GROUPS.values()]
+    assert starts[0] == 0 and starts == sorted(starts)
+    assert set(SEEDED) <= set(GROUPS) and set(LEFT_BEHIND) <= set(AS_RUN)
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("group", list(GROUPS))
 def test_every_readme_command_works_from_another_folder(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    group: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert Path.cwd().resolve() != tmp_path
     for block in blocks("python") + blocks("toml"):
@@ -476,19 +548,26 @@ def test_every_readme_command_works_from_another_folder(
             (tmp_path / name.group(1)).write_text(block, encoding="utf-8")
     # Ray's files in a folder of their own, short: its socket paths must stay under 108 bytes.
     monkeypatch.setenv("RAY_TMPDIR", tempfile.mkdtemp(prefix="swray-"))
+    lines = grouped()[group]
     try:
-        for line, runs in AS_RUN.items():
-            for argv in [] if line in MEASURING else runs or []:
+        for argv in [SEEDED[group]] if group in SEEDED else []:
+            stackwars(argv, tmp_path)
+        ran: set[tuple[str, ...]] = set()  # two lines that run the same argv run it once
+        for line in lines:
+            for shown in [] if line in MEASURING else AS_RUN[line] or []:
+                argv = at_test_size(line, shown)
+                if tuple(argv) in ran:
+                    continue
+                ran.add(tuple(argv))
                 done = stackwars(argv, tmp_path)
                 assert "Traceback" not in done.stdout + done.stderr, line
     finally:  # the README's head, also when a line between its start and stop failed
-        subprocess.run([RAY, "stop"], env=environment(tmp_path), capture_output=True, check=False)
+        if any(line.startswith("ray ") for line in lines):
+            stop = [RAY, "stop"]
+            subprocess.run(stop, env=environment(tmp_path), capture_output=True, check=False)
         shutil.rmtree(os.environ["RAY_TMPDIR"], ignore_errors=True)
-    assert (tmp_path / "cells.csv").read_text(encoding="utf-8").startswith("run_id,")
-    assert (tmp_path / "compare.md").read_text(encoding="utf-8").startswith("### ")
-    assert list(tmp_path.glob("stackwars-ir/*/jax_jit/stablehlo.txt"))
-    profiles = json.loads((tmp_path / "profile.json").read_text(encoding="utf-8"))["profiles"]
-    assert [p["status"] for p in profiles] == ["ok", "unsupported"]
+    for line in set(lines) & set(LEFT_BEHIND):
+        assert LEFT_BEHIND[line](tmp_path), line
 
 
 @pytest.mark.slow
