@@ -44,8 +44,8 @@ def profile(stack: str, elementwise: float, idle: float, **kwargs: object) -> Pr
 
 
 PROFILES = [
-    profile("jax:jit", 4.5e-3, 0.1e-3),
-    profile("tensorflow:xla", 1.9e-3, 0.1e-3),
+    profile("jax:jit", 4.5e-3, 0.1e-3, blind_spots="what happens inside one XLA operation"),
+    profile("tensorflow:xla", 1.9e-3, 0.1e-3, notes=["1 of 20 profiled calls recorded nothing"]),
     Profile("numpy:eager", "selu", dict(SELU), "unsupported", "numpy has no profiler"),
 ]
 
@@ -86,6 +86,9 @@ def test_a_runs_profiles_are_side_by_side_per_cell() -> None:
     ]
     assert "numpy:eager: unsupported: numpy has no profiler" in view.notes
     assert "jax:jit: perfetto /traces/jax:jit/trace.json.gz" in view.notes
+    # What each profiler cannot see, and what it noticed in this trace.
+    assert "jax:jit: cannot see: what happens inside one XLA operation" in view.notes
+    assert "tensorflow:xla: 1 of 20 profiled calls recorded nothing" in view.notes
 
     page = section(render_html(report, {}))
     assert '<h3 id="profile-0">selu(n=2000, dtype=float32) @ cpu</h3>' in page

@@ -268,9 +268,15 @@ def test_a_profile_travels_as_json_and_renders() -> None:
     console.print(render.operations(again, 5))
     for line in render.not_profiled([again, missing]):
         console.print(line)
+    again.blind_spots, again.notes = "the OpenMP threads", ["1 of 1 profiled calls was odd"]
+    for line in render.caveats([again, missing]):
+        console.print(line)
     text = console.export_text()
     assert "torch:eager" in text and "aten::mm" in text and "+25%" in text
     assert "numpy:eager: unsupported: NumPy has no profiler" in text
+    assert "torch:eager: cannot see: the OpenMP threads" in text
+    assert "torch:eager: 1 of 1 profiled calls was odd" in text
+    assert render.caveats([missing]) == []
 
 
 @pytest.fixture

@@ -100,6 +100,8 @@ def profile(args: argparse.Namespace, argv: list[str]) -> int:
             console.print(render.operations(found, args.top))
     for line in render.not_profiled(profiles):
         console.print(line)
+    for line in render.caveats(profiles):
+        console.print(line, style="dim", highlight=False)
     for line in render.files(profiles):
         console.print(line, highlight=False)
     if args.json:

@@ -1,5 +1,6 @@
 """``stackwars profile`` in the terminal: the stacks side by side (time per category, operations
-per call, threads, profiler overhead), then each stack's costliest operations."""
+per call, threads, profiler overhead), then each stack's costliest operations, and what each
+profiler cannot see or noticed."""
 
 from __future__ import annotations
 
@@ -135,6 +136,17 @@ def not_profiled(profiles: Sequence[Profile]) -> list[Text]:
     return lines
 
 
+def caveats(profiles: Sequence[Profile]) -> list[str]:
+    """Per profiled stack, what its profiler cannot see and what it noticed in this trace (a
+    call with nothing traced, operations it could not name)."""
+    lines = []
+    for profile in (found for found in profiles if found.status == "ok"):
+        if profile.blind_spots:
+            lines.append(f"{profile.stack}: cannot see: {profile.blind_spots}")
+        lines.extend(f"{profile.stack}: {note}" for note in profile.notes)
+    return lines
+
+
 def files(profiles: Sequence[Profile]) -> list[str]:
     """Where each stack's raw trace is, and what opens it."""
     return [
@@ -153,5 +165,6 @@ def after_run(profiles: Sequence[Profile]) -> list[RenderableType]:
         if any(found.status == "ok" for found in group)
     ]
     shown.extend(not_profiled(profiles))
+    shown.extend(Text(line, "dim") for line in caveats(profiles))
     shown.extend(Text(line) for line in files(profiles))
     return shown

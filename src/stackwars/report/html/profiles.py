@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from stackwars.profiling.result import Profile
 from stackwars.report.profile import (
     by_cell,
+    caveats,
     files,
     not_profiled,
     operation_rows,
@@ -74,5 +75,5 @@ def _view(anchor: str, title: str, group: Sequence[Profile]) -> ProfileView:
             )
             for profile in done
         ),
-        notes=(*(line.plain for line in not_profiled(group)), *files(group)),
+        notes=(*(line.plain for line in not_profiled(group)), *caveats(group), *files(group)),
     )
