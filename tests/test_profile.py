@@ -299,6 +299,9 @@ def test_the_profile_worker_profiles_a_framework_declared_only_in_its_registry_e
     # The profile worker's work, in process (without the home-folder redirections it would
     # make in this test process's environment).
     monkeypatch.setattr(worker, "home_environment", lambda settings: {})
+    # A worker reports its progress in a file in its working directory: the test's, not the
+    # repository (a progress.txt written there was once committed).
+    monkeypatch.chdir(tmp_path)
     spec = CellSpec(fake.WORKLOAD.name, {"n": 64}, f"{fake.NAME}:traced", "cpu")
     timing = TimingConfig(steady_budget_s=0.05, warmup_budget_s=0.2, min_steady_s=0.01)
     request = Request(spec, RunSettings(cache_dir=str(tmp_path / "cache")), timing)
