@@ -176,7 +176,7 @@ def tiny_cells(tmp_path_factory: pytest.TempPathFactory) -> CellsOf:
                 return None
             if not answer.exists():
                 modes, model_mode = PLAN[name]
-                (folder / name).mkdir()
+                (folder / name).mkdir(exist_ok=True)  # a failed attempt's, if any
                 argv = [sys.executable, "-c", script, name, modes, model_mode, str(folder / name)]
                 done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=True)
                 answer.write_text(done.stdout.splitlines()[-1], encoding="utf-8")

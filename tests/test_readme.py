@@ -467,10 +467,14 @@ def at_test_size(line: str, argv: list[str]) -> list[str]:
     return [*argv, "--second-look", "0"]
 
 
+def group_starts() -> list[int]:
+    """Where each group's first line stands among the README's lines."""
+    return [list(AS_RUN).index(first) for first in GROUPS.values()]
+
+
 def grouped() -> dict[str, list[str]]:
     """Each group's lines: from its first line up to the next group's."""
-    lines = list(AS_RUN)
-    starts = [lines.index(first) for first in GROUPS.values()]
+    lines, starts = list(AS_RUN), group_starts()
     ends = [*starts[1:], len(lines)]
     return {name: lines[start:end] for name, start, end in zip(GROUPS, starts, ends, strict=True)}
 
@@ -531,7 +535,7 @@ def test_every_readme_command_is_listed() -> None:
 
 
 def test_the_groups_cover_the_readme_in_order() -> None:
-    starts = [list(AS_RUN).index(first) for first in GROUPS.values()]
+    starts = group_starts()
     assert starts[0] == 0 and starts == sorted(starts)
     assert set(SEEDED) <= set(GROUPS) and set(LEFT_BEHIND) <= set(AS_RUN)
 
