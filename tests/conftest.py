@@ -13,9 +13,16 @@ from typing import Any
 
 import pytest
 
+from stackwars.frameworks import environments
+
+# The user's environments of their own (stackwars env create), before the tests hide them: the
+# tests of the stacks that run there use these (torch_xla_environment), every other test sees
+# none, so that planning a stack of one starts no worker to check it.
+USER_ENVIRONMENTS = str(environments.root())
 # Set before any test imports a framework: they read these at import time.
 _SCRATCH = tempfile.mkdtemp(prefix="stackwars-tests-")
 for _name, _sub in (
+    (environments.ROOT_VARIABLE, "environments"),
     ("KERAS_HOME", "keras"),
     ("MPLCONFIGDIR", "matplotlib"),
     ("TORCHINDUCTOR_CACHE_DIR", "torchinductor"),

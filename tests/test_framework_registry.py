@@ -24,7 +24,7 @@ import pytest
 
 from stackwars import workloads
 from stackwars.cli import main
-from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, parse_stacks
+from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, environments, parse_stacks
 from stackwars.frameworks.base import Framework, RunSettings
 from stackwars.ir import capture
 from stackwars.results.selftest import StackResult
@@ -69,7 +69,12 @@ def test_registry_entry_declares_what_planning_and_listing_need(name: str) -> No
     assert isinstance(info.baseline_bytes, int) and info.baseline_bytes > 0, "memory planning"
     assert info.distributions, "versions reported by list stacks and env"
     extras = {info.extra, *(special.extra for special in info.mode_implementations.values())}
-    assert extras <= pip_extras(), "install hints name extras that exist"
+    if info.environment:
+        # Its install hint is the command that makes its environment, not an extra.
+        assert info.environment in environments.BUILTIN
+        assert info.install_hint() == f"stackwars env create {info.environment}"
+    else:
+        assert extras <= pip_extras(), "install hints name extras that exist"
     assert set(info.mode_implementations) <= set(info.modes)
 
 

@@ -70,6 +70,7 @@ SERVICE_LAYERS = {
     "stored": 0,
     "choices": 0,
     "instruments": 0,
+    "environments": 0,
     "api": 1,
     "inprocess": 1,
     "behave": 1,
@@ -135,7 +136,7 @@ def test_the_check_reads_both_import_forms(tmp_path: Path) -> None:
     assert imported_parts(upward) == {"service", "report"}
 
 
-PUBLIC_SERVICE = {"api", "inprocess", "behave", "adaptive", "ab", "claimcheck"}
+PUBLIC_SERVICE = {"api", "environments", "inprocess", "behave", "adaptive", "ab", "claimcheck"}
 
 
 def test_commands_use_only_the_service_layers_public_modules() -> None:

@@ -212,7 +212,7 @@ def test_a_missing_framework_is_unsupported_without_a_worker(
     on_gpu = api.selftest_stack(Stack("numpy", "eager"), "gpu", 10.0)
     assert (on_gpu.status, on_gpu.reason) == ("unsupported", "numpy:eager runs on cpu, not gpu")
     monkeypatch.setattr(
-        selftest_task, "stack_missing_reason", lambda framework, mode: f"{framework} is missing"
+        selftest_task, "stack_problem", lambda stack: f"{stack.partition(':')[0]} is missing"
     )
     result = api.selftest_stack(Stack("torch", "eager"), "cpu", 10.0)
     assert (result.status, result.reason, result.failures()) == (

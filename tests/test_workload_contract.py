@@ -24,7 +24,7 @@ TINY_TIMING = TimingConfig(
 @pytest.mark.parametrize("name", BUILTIN)
 def test_workload_is_complete_and_deterministic(name: str) -> None:
     workload = workloads.get(name)
-    native = {name for name, info in FRAMEWORKS.items() if info.runs_on is None}
+    native = {info.code_key for info in FRAMEWORKS.values() if info.runs_on is None}
     assert native <= set(workload.implementations), "every native framework, no gaps"
     keys = set(FRAMEWORKS) | {info.code_key for info in FRAMEWORKS.values()}
     assert set(workload.implementations) <= keys, "keyed by registered frameworks or families"

@@ -9,13 +9,20 @@ from rich.table import Table
 from stackwars import workloads
 from stackwars.commands.options import Subparsers, add_workload_files
 from stackwars.config import parse_device
-from stackwars.frameworks import FRAMEWORKS, all_stacks, installed_version, stack_missing_reason
-from stackwars.report.console import report_console, warn
+from stackwars.frameworks import (
+    FRAMEWORKS,
+    all_stacks,
+    environments,
+    installed_version,
+    stack_missing_reason,
+)
+from stackwars.report.console import progress, report_console, warn
 from stackwars.report.env import render_env
 from stackwars.report.peak import peak_rows
 from stackwars.results import metadata
 from stackwars.runner import plan
 from stackwars.service import api
+from stackwars.service import environments as service_environments
 from stackwars.suites import SUITES
 
 
@@ -41,6 +48,37 @@ def add_env(subparsers: Subparsers) -> None:
         "(cpu, gpu, gpu:1, tpu; default cpu); each device's peak is stored apart",
     )
     parser.set_defaults(handler=env)
+    actions = parser.add_subparsers(
+        dest="action",
+        metavar="{create,remove}",
+        description="Python environments of their own, for stacks that cannot share this one "
+        "(torch-xla:lazy: torch_xla needs torch 2.9) or for one framework at another version "
+        "beside this one in a run (--stacks jax:jit,jax:jit@NAME). A bare 'stackwars env' "
+        "lists them with the versions they hold.",
+    )
+    create = actions.add_parser(
+        "create",
+        help="make an environment (or find it ready): a venv with the pinned packages",
+        description="Make a Python environment for stacks to run in, under $STACKWARS_ENVS "
+        "(default ~/.cache/stackwars/environments): a virtual environment with its pinned "
+        "packages and stackwars' dependencies, checked by a worker there. Built in: "
+        f"{', '.join(sorted(environments.BUILTIN))} (the project's pins). Any other name needs "
+        "--pin. A second call finds it ready and changes nothing.",
+    )
+    create.add_argument("name", help="the environment's name, e.g. torch-xla or jax-0.9.2")
+    create.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="PACKAGE==VERSION",
+        help="a package it holds, pinned (repeat it: --pin jax==0.9.2 --pin jaxlib==0.9.2); "
+        "for an environment that is not built in",
+    )
+    create.add_argument("--force", action="store_true", help="make it again even if ready")
+    create.set_defaults(handler=env_create)
+    remove = actions.add_parser("remove", help="delete an environment's folder")
+    remove.add_argument("name")
+    remove.set_defaults(handler=env_remove)
 
 
 def list_things(args: argparse.Namespace, argv: list[str]) -> int:
@@ -96,6 +134,7 @@ def env(args: argparse.Namespace, argv: list[str]) -> int:
         )
         _, path = api.measure_and_store_peak(device=device)
         console.print(f"stored in {path}")
+    console.print(environment_table(service_environments.states()))
     stored, stale = api.usable_peak(metadata.machine_info(), device)
     if stale:
         warn(stale)
@@ -110,4 +149,40 @@ def env(args: argparse.Namespace, argv: list[str]) -> int:
     for name, value in peak_rows(stored).items():
         table.add_row(name, value)
     console.print(table)
+    return 0
+
+
+def environment_table(states: list[service_environments.EnvironmentState]) -> Table:
+    table = Table(
+        "environment", "state", "holds", "size", "where", title="Python environments of their own"
+    )
+    for state in states:
+        versions = ", ".join(f"{name} {v}" for name, v in state.versions.items())
+        size = state.description.get("size_bytes")
+        shown = "-" if size is None else f"{size / 2**30:.1f} GiB"
+        table.add_row(
+            state.name, state.problem or "ready", versions or "-", shown, str(state.folder)
+        )
+    return table
+
+
+def env_create(args: argparse.Namespace, argv: list[str]) -> int:
+    console = report_console()
+    creation = service_environments.create(args.name, args.pin, force=args.force, say=progress)
+    state = creation.state
+    if not creation.made:
+        console.print(f"environment {state.name!r} is ready in {state.folder} (nothing to do)")
+    else:
+        size = state.description.get("size_bytes", 0) / 2**30
+        console.print(
+            f"environment {state.name!r} made in {creation.seconds:.0f} s, {size:.1f} GiB, "
+            f"in {state.folder}"
+        )
+    console.print(environment_table([state]))
+    return 0
+
+
+def env_remove(args: argparse.Namespace, argv: list[str]) -> int:
+    folder = service_environments.remove(args.name)
+    report_console().print(f"removed {folder}")
     return 0

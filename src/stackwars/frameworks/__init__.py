@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from stackwars.errors import UnknownNameError
+from stackwars.frameworks import environments
 from stackwars.frameworks.base import (
     Framework,
     FrameworkInfo,
@@ -43,6 +44,17 @@ TF_GRAPH_IR = IrCapture(
 TORCH_COMPILE_IR = IrCapture(
     stages=("fx_graph", "inductor_code", "graph_breaks"),
     capturer="stackwars.ir.capture_torch:capture_compile",
+)
+# torch_xla's lazy tensors: the HLO and StableHLO of the graph a step cut (mark_step).
+TORCH_LAZY_IR = IrCapture(
+    stages=("lazy_ir", "stablehlo", "hlo"),
+    capturer="stackwars.ir.capture_torch_xla:capture_lazy",
+)
+TORCH_LAZY_NO_PROFILER = (
+    "torch_xla's profiler is a server (torch_xla.debug.profiler.start_server) traced from "
+    "another process over gRPC into TensorBoard's format; stackwars does not drive it yet. "
+    "Per cell, torch_xla's own metrics (graphs compiled and executed, compile and execute "
+    "time, transfers) are in the cell's settings.xla_metrics"
 )
 # The frameworks' own profilers (stackwars profile), and what each cannot see.
 _XLA_BLIND = (
@@ -238,6 +250,23 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             ir_capture={"xla": TF_XLA_IR, "graph": TF_GRAPH_IR},
             profilers=_BACKEND_PROFILERS["tensorflow"],
         ),
+        FrameworkInfo(
+            name="torch-xla",
+            modes=("lazy",),
+            import_name="torch_xla",
+            extra="torch-xla",
+            implementation="stackwars.frameworks.torch_lazy:TorchLazyFramework",
+            # A worker that imported torch 2.9 and torch_xla and started the PJRT CPU client,
+            # measured here (2026-11-26) and rounded up.
+            baseline_bytes=1000 * MIB,
+            model_memory=ModelMemory(weights="own copy"),
+            distributions=("torch_xla", "torch"),
+            environment_prefixes=("PJRT_", "XLA_", "TORCH", "PYTORCH_"),
+            ir_capture={"lazy": TORCH_LAZY_IR},
+            no_profiler=TORCH_LAZY_NO_PROFILER,
+            runs_code_of="torch",
+            environment="torch-xla",
+        ),
         *(_keras(backend, modes, baseline) for backend, modes, baseline in KERAS_BACKENDS),
     )
 }
@@ -262,19 +291,46 @@ def influential_environment(framework: str | None = None) -> dict[str, str]:
     }
 
 
+ENVIRONMENT_MARK = "@"
+
+
 @dataclass(frozen=True, order=True)
 class Stack:
-    """A framework and a mode: the thing being compared, written ``framework:mode``."""
+    """A framework, a mode and the Python environment its workers run in: the thing being
+    compared, written ``framework:mode``, or ``framework:mode@environment`` for a stack run in
+    a named environment of its own (frameworks/environments.py) instead of its default one."""
 
     framework: str
     mode: str
+    environment: str = ""
 
     def __str__(self) -> str:
-        return f"{self.framework}:{self.mode}"
+        named = f"{ENVIRONMENT_MARK}{self.environment}" if self.environment else ""
+        return f"{self.framework}:{self.mode}{named}"
 
     @property
     def info(self) -> FrameworkInfo:
         return FRAMEWORKS[self.framework]
+
+    @property
+    def runs_in(self) -> str:
+        """The environment its workers run in: the one named, else its framework's own;
+        "" for stackwars' own."""
+        return self.environment or self.info.environment
+
+
+def split_stack(text: str) -> tuple[str, str, str]:
+    """``"jax:jit@jax-0.9"`` -> ``("jax", "jit", "jax-0.9")``; no environment gives ""."""
+    named, _, environment = text.strip().partition(ENVIRONMENT_MARK)
+    framework, _, mode = named.partition(":")
+    return framework, mode, environment
+
+
+def stack_environment(text: str) -> str:
+    """The environment the workers of stack ``text`` run in ("" for stackwars' own)."""
+    framework, _, environment = split_stack(text)
+    info = FRAMEWORKS.get(framework)
+    return environment or (info.environment if info else "")
 
 
 def all_stacks() -> list[Stack]:
@@ -295,13 +351,18 @@ def family_members(name: str) -> list[str]:
 def parse_stack(text: str) -> Stack:
     """``"jax:jit"`` -> Stack; a bare framework name is refused (say which mode)."""
     allowed = [str(stack) for stack in all_stacks()]
-    framework, _, mode = text.strip().partition(":")
+    framework, mode, environment = split_stack(text)
     info = FRAMEWORKS.get(framework)
     if info is None or mode not in info.modes:
         raise UnknownNameError(
-            "stack", text, allowed, "write framework:mode, see 'stackwars list stacks'"
+            "stack",
+            text,
+            allowed,
+            "write framework:mode (or framework:mode@ENVIRONMENT), see 'stackwars list stacks'",
         )
-    return Stack(framework, mode)
+    if environment:
+        environments.check_name(environment)
+    return Stack(framework, mode, environment)
 
 
 def parse_stacks(text: str) -> list[Stack]:
@@ -309,10 +370,15 @@ def parse_stacks(text: str) -> list[Stack]:
     a family name (``keras``) all the modes of all its frameworks."""
     stacks: list[Stack] = []
     for item in filter(None, (part.strip() for part in text.split(","))):
-        name = item.removesuffix(":*")
+        named, _, environment = item.partition(ENVIRONMENT_MARK)
+        name = named.removesuffix(":*")
         members = [name] if name in FRAMEWORKS else family_members(name)
         if members and ":" not in name:
-            stacks.extend(Stack(m, mode) for m in members for mode in FRAMEWORKS[m].modes)
+            if environment:
+                environments.check_name(environment)
+            stacks.extend(
+                Stack(m, mode, environment) for m in members for mode in FRAMEWORKS[m].modes
+            )
         else:
             stacks.append(parse_stack(item))
     return list(dict.fromkeys(stacks))
@@ -340,16 +406,28 @@ def _backend_import(info: FrameworkInfo) -> tuple[str, ...]:
     return () if info.runs_on is None else (FRAMEWORKS[info.runs_on].import_name,)
 
 
-def stack_missing_reason(framework: str, mode: str) -> str | None:
+def needed_imports(framework: str, mode: str) -> tuple[str, ...]:
+    """The modules a worker of the stack imports: its framework's, a layer's backend's, and
+    those its mode needs besides (torch:xla: jax and torchax)."""
+    info = FRAMEWORKS[framework]
+    special = info.mode_implementations.get(mode)
+    return (info.import_name, *_backend_import(info), *(special.import_names if special else ()))
+
+
+def stack_missing_reason(framework: str, mode: str, environment: str = "") -> str | None:
     """Why a stack cannot run here, with the fix; None when everything it needs is installed.
 
     Some modes need packages besides their framework (torch:xla needs jax and torchax); the
-    fix then names the mode's extra, which installs the framework too.
+    fix then names the mode's extra, which installs the framework too. A stack that runs in an
+    environment of its own (``environment``, else its framework's) is judged from that
+    environment's files: what it can import is known only by a worker there
+    (runner/environments.py checks that before a run uses it).
     """
     info = FRAMEWORKS[framework]
-    special = info.mode_implementations.get(mode)
-    needed = (info.import_name, *_backend_import(info), *(special.import_names if special else ()))
-    for name in needed:
+    where = environment or info.environment
+    if where:
+        return environments.absent_reason(where) or None
+    for name in needed_imports(framework, mode):
         if importlib.util.find_spec(name) is None:
             return f"{name} is not installed; fix: {info.install_hint(mode)}"
     return None

@@ -172,11 +172,18 @@ class FrameworkInfo:
     # in workloads and probes, and a name ``--stacks`` expands to every member of (``keras``).
     # Empty: the framework is its own family.
     family: str = ""
+    # The framework whose implementations this one runs, when it runs another's code
+    # unchanged (torch-xla runs the torch code on lazy XLA tensors); "": its own or its
+    # family's.
+    runs_code_of: str = ""
+    # The Python environment its workers run in (frameworks/environments.py), when it cannot
+    # share stackwars' own; "": this one.
+    environment: str = ""
 
     @property
     def code_key(self) -> str:
         """The key of this framework's implementations in workloads and probes."""
-        return self.family or self.name
+        return self.runs_code_of or self.family or self.name
 
     def implementation_for(self, mode: str | None) -> str:
         """The "module:Class" that runs ``mode`` (None: the framework's own class)."""
@@ -193,6 +200,8 @@ class FrameworkInfo:
         return special is not None and special.own_process
 
     def install_hint(self, mode: str | None = None) -> str:
+        if self.environment:
+            return f"stackwars env create {self.environment}"
         special = self.mode_implementations.get(mode or "")
         extra = self.extra if special is None else special.extra
         return f"pip install 'stackwars[{extra}]'"
@@ -333,6 +342,13 @@ class Framework(ABC):
     def compile_count(self) -> int:
         """Compilations performed so far in this process (0 for stacks that never compile)."""
         return 0
+
+    def counters(self) -> dict[str, float]:
+        """The framework's own event counters so far in this process (graphs compiled and
+        executed, seconds compiling, transfers: whatever it keeps), cumulative; the timer
+        records how much each grew in the first run, the second run and steady state. ``{}``
+        by default: the framework keeps none that compile_count does not already say."""
+        return {}
 
     def fallbacks(self) -> list[str]:
         """Why a compiling mode ran part of a program uncompiled: one line per event so far

@@ -18,7 +18,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from stackwars.frameworks import FRAMEWORKS
+from stackwars.frameworks import FRAMEWORKS, split_stack
 from stackwars.frameworks.base import IrCapture
 
 Captured = tuple[dict[str, str], dict[str, str]]
@@ -30,7 +30,7 @@ COMPARABLE = ("stablehlo", "hlo", "optimized_hlo")
 
 
 def _ir_capture(stack: str) -> IrCapture | None:
-    framework, _, mode = stack.partition(":")
+    framework, mode, _ = split_stack(stack)
     info = FRAMEWORKS.get(framework)
     return None if info is None else info.ir_capture.get(mode)
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stackwars.frameworks import FRAMEWORKS
+from stackwars.frameworks import FRAMEWORKS, split_stack
 from stackwars.frameworks.base import Profiler
 from stackwars.profiling.trace import Trace
 
@@ -29,14 +29,14 @@ ProfileCalls = Callable[[Callable[[], Any], int, Path], Trace]
 
 def profiler(stack: str) -> Profiler | None:
     """The profiler of ``stack`` ("framework:mode"); None when it has none."""
-    framework, _, mode = stack.partition(":")
+    framework, mode, _ = split_stack(stack)
     info = FRAMEWORKS.get(framework)
     return None if info is None else info.profilers.get(mode)
 
 
 def no_profiler_reason(stack: str) -> str:
     """Why ``stack`` cannot be profiled (for a stack that has no profiler)."""
-    framework, _, mode = stack.partition(":")
+    framework, mode, _ = split_stack(stack)
     info = FRAMEWORKS.get(framework)
     if info is not None and info.no_profiler:
         return info.no_profiler

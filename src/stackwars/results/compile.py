@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stackwars.frameworks import FRAMEWORKS
+from stackwars.frameworks import FRAMEWORKS, Stack, split_stack
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.schema import Cell
 
@@ -73,7 +73,7 @@ def compile_summaries(cells: Iterable[Cell]) -> list[CompileSummary]:
 
 
 def persistent_cache(stack: str) -> str:
-    framework, _, mode = stack.partition(":")
+    framework, mode, _ = split_stack(stack)
     info = FRAMEWORKS.get(framework)
     caches = info.compile_caches if info else {}
     if mode in caches:
@@ -84,12 +84,18 @@ def persistent_cache(stack: str) -> str:
 
 
 def _mode(cell: Cell) -> str:
-    return cell.stack.partition(":")[2]
+    return split_stack(cell.stack)[1]
+
+
+def _eager_of(stack: str) -> str:
+    """The eager stack of the same framework, in the same environment."""
+    framework, _, environment = split_stack(stack)
+    return str(Stack(framework, "eager", environment))
 
 
 def _eager_key(cell: Cell) -> Key:
     workload, params, stack, device, to_host = cell.key()
-    return (workload, params, f"{stack.partition(':')[0]}:eager", device, to_host)
+    return (workload, params, _eager_of(stack), device, to_host)
 
 
 def _summary(

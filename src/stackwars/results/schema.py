@@ -28,7 +28,13 @@ History of SCHEMA_VERSION:
   ``memory.predicted_device_bytes`` (the plan's prediction for an accelerator cell), run
   ``profiles`` (``run --profile``: each ok cell profiled in a profile worker after the timed
   cells, ``profiling.result.Profile`` with its own ``format``), cell ``settings.run.inputs``
-  (``--inputs``: ``resident``, as every earlier cell ran, or ``per-call``).
+  (``--inputs``: ``resident``, as every earlier cell ran, or ``per-call``); (2026-11-26)
+  ``compiles.second_run`` (compilations during the second run: a lazily created optimizer
+  state compiles a second graph there), cell ``counters`` (the framework's own event counters
+  per phase: ``first_run``, ``second_run`` and ``steady`` (with its ``calls``); torch_xla's graphs
+  compiled and executed, compile and execute time, transfers; ``{}`` for frameworks that keep
+  none), cell ``settings.versions`` (the versions of the cell's framework packages as its
+  worker found them, in the Python environment it ran in).
 * 2 (2026-11-23): cell ``node``, the machine the cell ran on (``--executor ray`` runs cells on
   several): executor, host name, machine fingerprint with the CPU model, cores, memory and
   accelerators it is made of, and the library versions installed there (empty in version-1
@@ -85,6 +91,7 @@ class Steady:
 @dataclass
 class Compiles:
     first_run: int | None = None
+    second_run: int | None = None
     steady: int | None = None
 
 
@@ -174,6 +181,8 @@ class Cell:
     gflops: float | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # The framework's own event counters, per phase (see the history above).
+    counters: dict[str, dict[str, float]] = field(default_factory=dict)
     wall_s: float | None = None  # the worker's whole life, seen from the parent
     warm_start: WarmStart = field(default_factory=WarmStart)
     # Where the cell ran (results.metadata.node_info, plus "executor"); {} when it ran nowhere.

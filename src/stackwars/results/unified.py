@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stackwars.frameworks import FRAMEWORKS
+from stackwars.frameworks import FRAMEWORKS, split_stack
 from stackwars.results.schema import Cell
 from stackwars.timing.compare import MIN_WORKERS, Comparison, compare
 
@@ -60,7 +60,7 @@ class BackendRace:
 
 def native_counterpart(stack: str) -> str | None:
     """``keras-jax:jit`` -> ``jax:jit``; None for a stack that is no layer over another."""
-    framework, _, mode = stack.partition(":")
+    framework, mode, _ = split_stack(stack)
     info = FRAMEWORKS.get(framework)
     return None if info is None or info.runs_on is None else f"{info.runs_on}:{mode}"
 
@@ -125,7 +125,7 @@ def backend_races(cells: Iterable[Cell]) -> list[BackendRace]:
     for (workload, params, device, _), stacks in _groups(cells).items():
         best: dict[str, tuple[str, float]] = {}
         for stack, workers in stacks.items():
-            info = FRAMEWORKS.get(stack.partition(":")[0])
+            info = FRAMEWORKS.get(split_stack(stack)[0])
             if info is None or info.family != "keras" or info.runs_on is None:
                 continue
             median = statistics.median(c.steady.median_s or 0.0 for c in workers)

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackwars import probes
-from stackwars.frameworks import stack_missing_reason
+from stackwars.frameworks import stack_environment
 from stackwars.results.behave import Outcome
 from stackwars.runner.child import ChildEnd, Limits, run_child
+from stackwars.runner.environments import interpreter_for, stack_problem
 from stackwars.runner.tasks import Placement, Where
 
 WORKER = "stackwars.runner.behave_worker"
@@ -27,8 +28,7 @@ class ProbeTask:
         return f"{self.probe} on {self.stack}"
 
     def _missing(self) -> str | None:
-        framework, _, mode = self.stack.partition(":")
-        return stack_missing_reason(framework, mode)
+        return stack_problem(self.stack)
 
     def placement(self) -> Placement | None:
         # A probe observes behaviour, not time: one CPU is enough, and no worker at all when
@@ -70,8 +70,10 @@ class ProbeTask:
     def _ask(self, request: dict[str, Any]) -> ChildEnd:
         """The probe's worker; for a probe across processes, then a second fresh worker that
         compares its draws with the first one's (and whose answer is the outcome)."""
-        end = run_child(WORKER, "behave", request, self.limits)
+        interpreter = interpreter_for(stack_environment(self.stack))
+        end = run_child(WORKER, "behave", request, self.limits, interpreter=interpreter)
         result = end.result
         if probes.get(self.probe).across_processes and end.ok and result and "draws" in result:
-            end = run_child(WORKER, "behave", {**request, "earlier": result["draws"]}, self.limits)
+            again = {**request, "earlier": result["draws"]}
+            end = run_child(WORKER, "behave", again, self.limits, interpreter=interpreter)
         return end

@@ -1,5 +1,8 @@
 """The one way stackwars starts a child process, and the protocol every worker speaks.
 
+A tool that is not a worker (``python -m venv``, pip, for ``stackwars env create``) is run by
+:func:`run_command`: its output logged and passed on line by line, killed at its timeout.
+
 Parent side, :func:`run_child`: write the request, wrapped in an envelope that names the
 protocol version and the kind of work, to ``request.json`` in a fresh scratch folder; start
 ``python -m MODULE REQUEST RESULT`` there in a new session (its own process group, killed with
@@ -29,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +47,7 @@ PROTOCOL_VERSION = 2
 POLL_S = 0.05
 OUTPUT_TAIL_CHARS = 3000
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+TIMED_OUT = 124  # run_command's exit status for a tool killed at its timeout, as timeout(1)
 
 Handler = Callable[[dict[str, Any]], Mapping[str, Any]]
 Listener = Callable[[str], None]
@@ -151,6 +156,35 @@ def _run_in(
                 kill_tree(popen)
     end.returncode = popen.returncode
     return end if end.status != "ok" else _read(end, result_path, output_path)
+
+
+def run_command(
+    argv: list[str], *, timeout_s: float, log: Path, on_line: Listener | None = None
+) -> int:
+    """Run a tool that is not a stackwars worker (``python -m venv``, pip) to its end: its
+    output appended to ``log`` and, line by line, told to ``on_line``; killed with everything
+    it started past ``timeout_s`` (exit status TIMED_OUT) or when the parent is interrupted."""
+    with log.open("ab") as record:
+        popen = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        watchdog = threading.Timer(timeout_s, kill_tree, [popen])
+        watchdog.start()
+        try:
+            for raw in popen.stdout or ():
+                record.write(raw)
+                if on_line is not None:
+                    on_line(raw.decode(errors="replace").rstrip())
+            code = popen.wait()
+        finally:
+            watchdog.cancel()
+            if popen.poll() is None:
+                kill_tree(popen)
+    return TIMED_OUT if code == -signal.SIGKILL else code
 
 
 def _read(end: ChildEnd, result_path: Path, output_path: Path) -> ChildEnd:

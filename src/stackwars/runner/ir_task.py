@@ -13,6 +13,7 @@ from stackwars.results import store
 from stackwars.results.run import Run
 from stackwars.runner import session
 from stackwars.runner.child import Limits, run_child
+from stackwars.runner.environments import interpreter_for
 from stackwars.runner.protocol import CellSpec
 
 WORKER = "stackwars.runner.ir_worker"
@@ -29,6 +30,7 @@ def capture_stack(spec: CellSpec, options: RunOptions, out_dir: Path) -> dict[st
             "ir",
             {"request": request.to_dict(), "out_dir": str(out_dir)},
             Limits(options.timeout_s, options.memory_budget),
+            interpreter=interpreter_for(spec.environment),
         )
     if end.ok and end.result is not None:
         return end.result

@@ -13,6 +13,7 @@ import psutil
 
 from stackwars.results.schema import Cell
 from stackwars.runner.child import ChildEnd, Limits, Listener, run_child
+from stackwars.runner.environments import interpreter_for
 from stackwars.runner.protocol import Request
 
 # Other processes using more than this many cores on average while a cell ran: its numbers
@@ -77,7 +78,12 @@ def run_in_worker(
     meter = BackgroundMeter()
     limits = Limits(timeout_s, budget_bytes)
     end = run_child(
-        "stackwars.runner.worker", "timing", request.to_dict(), limits, on_progress=on_progress
+        "stackwars.runner.worker",
+        "timing",
+        request.to_dict(),
+        limits,
+        on_progress=on_progress,
+        interpreter=interpreter_for(request.cell.environment),
     )
     if end.ok and end.result is not None:
         cell = Cell.from_dict(end.result)

@@ -18,8 +18,8 @@ from stackwars.frameworks import (
     Stack,
     all_stacks,
     default_stacks,
-    stack_missing_reason,
 )
+from stackwars.runner import environments
 from stackwars.runner.protocol import CellSpec
 from stackwars.suites import Suite
 from stackwars.workloads.base import Workload
@@ -187,7 +187,7 @@ def schedule(cells: Sequence[CellSpec], repeat: int, seed: int) -> list[CellSpec
 def skip_reason(spec: CellSpec) -> str:
     """Why a cell cannot run here, decided without importing any framework ('' if it can)."""
     info = FRAMEWORKS[spec.framework]
-    missing = stack_missing_reason(spec.framework, spec.mode)
+    missing = environments.stack_problem(spec.stack)
     if missing:
         return missing
     devices = info.devices_for(spec.mode)

@@ -10,13 +10,13 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from stackwars.config import RunOptions
-from stackwars.frameworks import stack_missing_reason
 from stackwars.profiling.capture import no_profiler_reason, profiler
 from stackwars.profiling.result import Profile
 from stackwars.results import store
 from stackwars.results.run import Run
 from stackwars.runner import session
 from stackwars.runner.child import Limits, Listener, run_child
+from stackwars.runner.environments import interpreter_for, stack_problem
 from stackwars.runner.protocol import CellSpec
 from stackwars.timing.timer import TimingConfig
 
@@ -36,7 +36,7 @@ def profile_stack(
 ) -> Profile:
     """Time and profile one cell in a profile worker, the profiler's files in ``out_dir``; a
     stack without a profiler, or one not installed, is unsupported without a worker."""
-    reason = stack_missing_reason(spec.framework, spec.mode)
+    reason = stack_problem(spec.stack)
     if profiler(spec.stack) is None:
         reason = no_profiler_reason(spec.stack)
     if reason is not None:
@@ -50,6 +50,7 @@ def profile_stack(
             {"request": request.to_dict(), "out_dir": str(out_dir), "calls": calls},
             Limits(options.timeout_s, options.memory_budget),
             on_progress=on_progress,
+            interpreter=interpreter_for(spec.environment),
         )
     if end.ok and end.result is not None:
         return Profile.from_dict(end.result)

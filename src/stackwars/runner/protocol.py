@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from stackwars.frameworks import split_stack, stack_environment
 from stackwars.frameworks.base import RunSettings
 from stackwars.results.schema import cell_key
 from stackwars.timing.timer import TimingConfig
@@ -29,11 +30,16 @@ class CellSpec:
 
     @property
     def framework(self) -> str:
-        return self.stack.partition(":")[0]
+        return split_stack(self.stack)[0]
 
     @property
     def mode(self) -> str:
-        return self.stack.partition(":")[2]
+        return split_stack(self.stack)[1]
+
+    @property
+    def environment(self) -> str:
+        """The Python environment its worker runs in ("" for stackwars' own)."""
+        return stack_environment(self.stack)
 
     def label(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items())

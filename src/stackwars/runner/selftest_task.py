@@ -6,10 +6,11 @@ from __future__ import annotations
 import tempfile
 
 from stackwars.config import default_memory_budget
-from stackwars.frameworks import FRAMEWORKS, Stack, stack_missing_reason
+from stackwars.frameworks import FRAMEWORKS, Stack
 from stackwars.frameworks.base import split_device
 from stackwars.results.selftest import StackResult
 from stackwars.runner.child import Limits, run_child
+from stackwars.runner.environments import interpreter_for, stack_problem
 
 WORKER = "stackwars.runner.selftest_worker"
 # A stack takes seconds; torch.compile's cold compiles make it about half a minute on 2 cores.
@@ -18,7 +19,7 @@ SELFTEST_TIMEOUT_S = 300.0
 
 def selftest_stack(stack: Stack, device: str, timeout_s: float) -> StackResult:
     """One stack's selftest; unsupported without a worker when it cannot run here."""
-    reason = stack_missing_reason(stack.framework, stack.mode)
+    reason = stack_problem(str(stack))
     devices = FRAMEWORKS[stack.framework].devices_for(stack.mode)
     if reason is None and split_device(device)[0] not in devices:
         reason = f"{stack} runs on {', '.join(devices)}, not {device}"
@@ -32,7 +33,9 @@ def run_selftest_worker(stack: Stack, device: str, timeout_s: float) -> StackRes
     with tempfile.TemporaryDirectory(prefix="stackwars-selftest-") as scratch:
         request = {"stack": str(stack), "device": device, "cache_dir": f"{scratch}/cache"}
         limits = Limits(timeout_s, default_memory_budget())
-        end = run_child(WORKER, "selftest", request, limits)
+        end = run_child(
+            WORKER, "selftest", request, limits, interpreter=interpreter_for(stack.runs_in)
+        )
     if end.ok and end.result is not None:
         return StackResult.from_dict(end.result)
     detail = end.detail

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stackwars.frameworks import FRAMEWORKS, load_framework
+from stackwars.frameworks import FRAMEWORKS, load_framework, split_stack
 from stackwars.frameworks.base import Framework, RunSettings, split_device
 from stackwars.results.selftest import Check
 from stackwars.runner.child import serve
@@ -335,7 +335,7 @@ def _prepared_framework(name: str, mode: str, settings: RunSettings) -> Framewor
 def run_request(request: dict[str, Any]) -> dict[str, Any]:
     """The result for one request; every failure becomes a status with a reason."""
     stack, device = request["stack"], request["device"]
-    name, _, mode = stack.partition(":")
+    name, mode, _ = split_stack(stack)
     result: dict[str, Any] = {"stack": stack, "device": device, "status": "ok", "reason": ""}
     settings = RunSettings(device=device, cache_dir=request["cache_dir"])
     try:

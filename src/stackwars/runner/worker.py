@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import platform
 import resource
 import statistics
 import sys
@@ -21,7 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from stackwars import workloads
-from stackwars.frameworks import FRAMEWORKS, influential_environment, load_framework
+from stackwars.frameworks import (
+    FRAMEWORKS,
+    distribution_version,
+    influential_environment,
+    load_framework,
+)
 from stackwars.frameworks.base import DeviceUnavailable, Framework, RunSettings
 from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Steady, WorkCounts
 from stackwars.runner.child import ProgressWriter, serve
@@ -86,6 +92,15 @@ def blas_libraries() -> list[dict[str, Any]]:
         {key: library.get(key) for key in (*keys, "architecture", "prefix")}
         for library in threadpool_info()
     ]
+
+
+def package_versions(distributions: tuple[str, ...]) -> dict[str, str | None]:
+    """The installed versions of ``distributions`` and of Python, as this worker sees them:
+    what the cell ran with, in whichever environment its worker ran."""
+    return {
+        "python": platform.python_version(),
+        **{name: distribution_version(name) for name in distributions},
+    }
 
 
 def timed(action: Callable[[], Any]) -> tuple[Any, float]:
@@ -203,6 +218,7 @@ class CellRun:
             "run": vars(settings),
             "timing": vars(self.request.timing),
             "seed": self.request.seed,
+            "versions": package_versions(FRAMEWORKS[spec.framework].distributions),
         }
         self.cell.memory.rss_after_import_bytes = peak_rss_bytes()
         self.progress("making inputs and placing them", True)
@@ -271,6 +287,7 @@ class CellRun:
             first_call=first,
             on_first_run=lambda total: phases.update(framework.first_run_phases(total)),
             compile_count=framework.compile_count,
+            counters=framework.counters,
             measure_latency=framework.is_async() and not self.request.cell.to_host,
             on_phase=self.progress,
         )
@@ -298,7 +315,12 @@ class CellRun:
             stable=m.stable,
             samples_s=m.samples_s,
         )
-        cell.compiles = Compiles(first_run=m.compiles_first_run, steady=m.compiles_steady)
+        cell.compiles = Compiles(
+            first_run=m.compiles_first_run,
+            second_run=m.compiles_second_run,
+            steady=m.compiles_steady,
+        )
+        cell.counters = m.counters
         calls = m.calls
         cell.cpu = Cpu(
             user_s_per_call=m.steady_usage.user_s / calls,

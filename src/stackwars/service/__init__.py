@@ -7,6 +7,8 @@ Commands (``stackwars.commands``) import these modules and nothing below them th
   ``instruments`` (machine warnings, peak) are its parts, re-exported by it, as are the parent
   halves of the IR, profile, selftest and probe workers (in ``stackwars.runner``, beside their
   workers);
+* ``environments``: Python environments of their own for stacks that cannot share this one
+  (``stackwars env create``), and their state;
 * ``inprocess``: workloads timed in the caller's process (``stackwars.time``);
 * ``behave``: the probes on every stack, through the same run loop;
 * ``adaptive``: ``--repeat auto`` and ``--second-look``: workers added where the variance is;
@@ -14,7 +16,7 @@ Commands (``stackwars.commands``) import these modules and nothing below them th
 * ``claimcheck``: the cells claims need, measured and judged.
 
 Inside the package a module imports only the ones listed above it, and commands import only
-the six named here, never ``choices``, ``stored`` or ``instruments`` directly
+the seven named here, never ``choices``, ``stored`` or ``instruments`` directly
 (``tests/test_layers.py``).
 Nothing is imported here: importing one module must not load the others.
 """

@@ -32,7 +32,7 @@ from stackwars.claims.verdict import (
     not_checkable,
 )
 from stackwars.errors import UsageError
-from stackwars.frameworks import FRAMEWORKS, stack_missing_reason
+from stackwars.frameworks import FRAMEWORKS, split_stack, stack_missing_reason
 from stackwars.ir.analyse import analyse
 from stackwars.ir.capture import stages
 from stackwars.ir.normalise import normalise
@@ -127,7 +127,7 @@ def unavailable(claim: Claim, accelerators: set[str]) -> str:
 
 
 def _stack_reason(side: Side) -> str:
-    framework, _, mode = side.stack.partition(":")
+    framework, mode, _ = split_stack(side.stack)
     info = FRAMEWORKS.get(framework)
     if info is None or mode not in info.modes:
         return f"stack {side.stack} is not registered in this stackwars ('stackwars list stacks')"

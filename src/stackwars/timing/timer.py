@@ -27,7 +27,7 @@ import math
 import resource
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,7 +80,12 @@ class Measurement:
     block_s: list[float] = field(default_factory=list)  # whole block, synchronised
     dispatch_block_s: list[float] = field(default_factory=list)  # until the last call returned
     compiles_first_run: int = 0
+    compiles_second_run: int = 0
     compiles_steady: int = 0
+    # The framework's own event counters per phase: first_run, second_run, steady (how much
+    # each grew over the phase; steady also holds its number of calls); {} when the framework
+    # keeps none.
+    counters: dict[str, dict[str, float]] = field(default_factory=dict)
     steady_usage: Usage = Usage(0.0, 0.0, 0)
     steady_wall_s: float = 0.0
     stable: bool = False
@@ -117,6 +122,7 @@ class Timer:
         on_first_run: Callable[[float], None] | None = None,
         clock: Callable[[], float] = time.perf_counter,
         compile_count: Callable[[], int] = lambda: 0,
+        counters: Callable[[], Mapping[str, float]] = dict,
         usage: Callable[[], Usage] = process_usage,
         measure_latency: bool = False,
         on_phase: Callable[[str, bool], None] = lambda text, change: None,
@@ -128,6 +134,7 @@ class Timer:
         self.on_first_run = on_first_run
         self.clock = clock
         self.compile_count = compile_count
+        self.counters = counters
         self.usage = usage
         self.measure_latency = measure_latency
         # Told what the protocol is doing, between timed runs and blocks (never inside one);
@@ -140,13 +147,17 @@ class Timer:
         return self.clock() - start
 
     def measure(self) -> Measurement:
-        before = self.compile_count()
+        before, counted = self.compile_count(), dict(self.counters())
         self.on_phase("first run (compiles, if the stack compiles)", True)
         first = self.timed_run(self.first_call)
         compiles_first = self.compile_count() - before
+        counters = {"first_run": self._counted_since(counted)}
         if self.on_first_run is not None:
             self.on_first_run(first)
+        before, counted = self.compile_count(), dict(self.counters())
         second = self.timed_run(self.call)
+        compiles_second = self.compile_count() - before
+        counters["second_run"] = self._counted_since(counted)
         runs = [first, second, *self._warm_up([first, second])]
         settled = steady.is_stationary(
             runs, self.config.warmup_window, self.config.warmup_tolerance
@@ -160,12 +171,18 @@ class Timer:
             warmup_settled=settled,
             inner_loops=self._calibrate(reference),
             compiles_first_run=compiles_first,
+            compiles_second_run=compiles_second,
+            counters=counters if any(counters.values()) else {},
         )
         self._steady(measurement)
         if self.measure_latency:
             self.on_phase("latency: single synchronised calls", True)
             measurement.latency_s = self._latency()
         return measurement
+
+    def _counted_since(self, before: Mapping[str, float]) -> dict[str, float]:
+        """How much each of the framework's counters grew since ``before``."""
+        return {name: value - before.get(name, 0) for name, value in self.counters().items()}
 
     def _latency(self) -> list[float]:
         runs: list[float] = []
@@ -222,7 +239,7 @@ class Timer:
     def _steady(self, m: Measurement) -> None:
         config = self.config
         self.on_phase(f"steady: blocks of {m.inner_loops} call(s)", True)
-        compiles_before = self.compile_count()
+        compiles_before, counted = self.compile_count(), dict(self.counters())
         usage_before = self.usage()
         start = self.clock()
         next_check = config.min_blocks
@@ -250,6 +267,8 @@ class Timer:
             after.faults - usage_before.faults,
         )
         m.compiles_steady = self.compile_count() - compiles_before
+        if m.counters:
+            m.counters["steady"] = {**self._counted_since(counted), "calls": float(m.calls)}
 
 
 def _tail_median(runs: list[float], window: int) -> float:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stackwars.frameworks import split_stack
 from stackwars.report.compile import COLUMNS as COMPILE_COLUMNS
 from stackwars.report.compile import compile_notes, compile_rows, shown_columns
 from stackwars.report.table import format_bytes
@@ -134,7 +135,7 @@ def _pairs(values: Any) -> str:
 def stack_row(stack: str, cells: Sequence[Cell], versions: Mapping[str, Any]) -> tuple[str, ...]:
     """One stack's settings; where its cells differ, every distinct value joined by ' | '."""
     started = [cell for cell in cells if cell.settings.get("run")]
-    framework = stack.partition(":")[0]
+    framework = split_stack(stack)[0]
     version = f"{framework} {versions.get(framework) or '?'}"
     if not started:
         return (stack, *([_NOT_RECORDED] * (len(MANIFEST_COLUMNS) - 3)), version)

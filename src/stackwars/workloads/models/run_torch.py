@@ -1,6 +1,7 @@
 """The torch stacks for models: the family's ``torch.nn`` module, as its users run it.
 
-torch:eager and torch:compile hold the weights in the module and time ``model(x)`` under
+torch:eager, torch:compile and torch-xla:lazy (the same code on torch_xla's lazy tensors) hold
+the weights in the module, on the device the inputs were placed on, and time ``model(x)`` under
 ``no_grad`` (inference) or a whole train step: zero the gradients, loss, ``backward()``,
 ``torch.optim.AdamW.step()``. torch:xla runs the same module through torchax, whose ``jax_jit``
 would bake closed-over weights into the program as constants, so there the weights are
@@ -35,10 +36,29 @@ def _model_input(cell: ModelCell, x: torch.Tensor, dtype: torch.dtype) -> torch.
 
 
 def _model(cell: ModelCell, state: Mapping[str, Any], dtype: torch.dtype) -> Any:
+    """The module on the device ``state`` was placed on (a CUDA GPU, torch_xla's lazy XLA
+    device), holding ``state``'s values in ``dtype``."""
     family = cell.family_module()
-    model = family.build(cell.spec.name, cell.config)
+    placed = (t.device for t in state.values() if isinstance(t, torch.Tensor))
+    model = _moved(family.build(cell.spec.name, cell.config), next(placed, torch.device("cpu")))
     family.load_canonical(model, state)
     return model.to(dtype)
+
+
+def _moved(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """``model`` on ``device`` with its tied parameters still tied. Moving to another kind of
+    device (torch_xla's) makes a new Parameter per module, so GPT-2's output layer would stop
+    sharing the embedding's weight; torch_xla's users tie them again after the move."""
+    groups: dict[int, list[str]] = {}
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        groups.setdefault(id(parameter), []).append(name)
+    model.to(device)
+    for first, *others in groups.values():
+        shared = model.get_parameter(first)
+        for name in others:
+            owner, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(owner), leaf, shared)
+    return model
 
 
 def bind(cell: ModelCell, inputs: tuple[Any, ...], to_device: ToDevice, mode: str) -> Bound:
