@@ -30,7 +30,7 @@ def capture_lazy(fn: Callable[..., Any], args: tuple[Any, ...], framework: Any) 
     failed: dict[str, str] = {}
     bindings = xla._XLAC  # torch_xla's C++ bindings: the graph renderers
     attempt(captured, failed, "lazy_ir", lambda: bindings._get_xla_tensors_text(outputs))
-    attempt(captured, failed, "stablehlo", lambda: model.get_stablehlo())
+    attempt(captured, failed, "stablehlo", model.get_stablehlo)
     attempt(captured, failed, "hlo", lambda: bindings._get_xla_tensors_hlo(outputs))
     xla.sync()
     return captured, failed

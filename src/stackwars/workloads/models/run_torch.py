@@ -11,7 +11,7 @@ does. Training on torch:xla is unsupported (see ``adapter.unsupported_reason``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -79,11 +79,21 @@ def bind(cell: ModelCell, inputs: tuple[Any, ...], to_device: ToDevice, mode: st
 
         host = lambda out: [_to_host(t) for t in flatten(out)]  # noqa: E731
         return Bound(fn=infer, args=(x,), host_outputs=host, computed_dtype=cell.dtype)
-    return _bind_train(cell, model, state, x, rest[1].long())
+    def placed_again() -> dict[str, Any]:
+        # The canonical weights placed anew: torch_xla may have donated the first placement's
+        # buffers to the parameters' in-place updates, so those can no longer be read.
+        weights, buffers, _ = cell.split(to_device(inputs))
+        return {**weights, **buffers}
+
+    return _bind_train(cell, model, placed_again, x, rest[1].long())
 
 
 def _bind_train(
-    cell: ModelCell, model: Any, state: Mapping[str, Any], x: torch.Tensor, labels: torch.Tensor
+    cell: ModelCell,
+    model: Any,
+    placed_again: Callable[[], Mapping[str, Any]],
+    x: torch.Tensor,
+    labels: torch.Tensor,
 ) -> Bound:
     family = cell.family_module()
     model.train()
@@ -103,7 +113,7 @@ def _bind_train(
         return loss.detach()
 
     def reset() -> None:
-        family.load_canonical(model, state)
+        family.load_canonical(model, placed_again())
         optimizer.state.clear()
 
     def host(loss: torch.Tensor) -> list[np.ndarray]:
