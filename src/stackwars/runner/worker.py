@@ -14,7 +14,6 @@ import statistics
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +24,12 @@ from stackwars.frameworks import FRAMEWORKS, influential_environment, load_frame
 from stackwars.frameworks.base import DeviceUnavailable, Framework, RunSettings
 from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Steady, WorkCounts
 from stackwars.runner.child import ProgressWriter, serve
+from stackwars.runner.failure import error_reason
 from stackwars.runner.protocol import Request
 from stackwars.timing.quality import measurement_warnings
 from stackwars.timing.timer import Measurement, Timer
 from stackwars.workloads.base import Bound, Stateful, Workload
 
-TRACEBACK_LINES = 25
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "OutOfMemoryError", "ResourceExhausted")
 
 
@@ -95,7 +94,8 @@ def timed(action: Callable[[], Any]) -> tuple[Any, float]:
 
 
 def classify(exc: BaseException) -> CellFailed:
-    """An exception from the work, as a status and a reason with the traceback's tail."""
+    """An exception from the work, as a status and a reason: an error's leads with the
+    exception and the fix when its cause is known, the traceback's tail after (failure.py)."""
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, MemoryError) or any(marker in text for marker in OOM_MARKERS):
         return CellFailed("oom", text[:2000])
@@ -103,8 +103,7 @@ def classify(exc: BaseException) -> CellFailed:
         # The stack says it cannot run this (torchax cannot lower an op, or run autograd), or
         # its framework sees no such device here (the reason says why and the fix).
         return CellFailed("unsupported", text[:2000])
-    tail = "".join(traceback.format_exception(exc)[-TRACEBACK_LINES:])
-    return CellFailed("error", tail[-4000:])
+    return CellFailed("error", error_reason(exc))
 
 
 Progress = Callable[[str, bool], None]  # what the worker is doing; True: a new phase
