@@ -7,7 +7,7 @@ Commands (``stackwars.commands``) import these modules and nothing below them th
   ``instruments`` (machine warnings, peak) are its parts, re-exported by it, as are the parent
   halves of the IR, profile, selftest and probe workers (in ``stackwars.runner``, beside their
   workers);
-* ``inprocess``: workloads timed in the caller's process (``stackwars.time``);
+* ``inprocess``: workloads timed in the caller's process (``stackwars.measure``);
 * ``behave``: the probes on every stack, through the same run loop;
 * ``adaptive``: ``--repeat auto`` and ``--second-look``: workers added where the variance is;
 * ``ab``: interleaved A/B sessions (its worker half is ``stackwars.ab_worker``);
