@@ -106,3 +106,19 @@ def test_only_the_framework_registry_keeps_a_table_of_frameworks() -> None:
                 if len(values) == len(node.elts) and set(values) <= set(FRAMEWORKS):
                     tables.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert tables == []
+
+
+def test_the_readme_says_what_the_default_run_takes_as_recorded() -> None:
+    """The quick start states the fastest and the slowest default run docs/results.md
+    records, so that a reader expecting the old 90 s is not misled."""
+    results = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    section = results[results.index("## The default run") :]
+    section = section[: section.index("\n## ", 1)]
+    recorded = [int(s) for s in re.findall(r"\*\*(\d+) s\*\*", section)]
+    with_second_look = [int(s) for s in re.findall(r"second look.*\*\*(\d+) s\*\*", section)]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick_start = readme[readme.index("## Fresh machine") : readme.index("## Use")]
+    assert recorded and with_second_look
+    for seconds in (min(with_second_look), max(recorded)):
+        assert f"{seconds} s" in quick_start
+    assert "--second-look 0" in quick_start
