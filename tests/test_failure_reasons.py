@@ -1,6 +1,6 @@
 """An error's reason leads with the exception (the last line of its traceback, not the first
-frame), keeps the traceback after a blank line for the details, and answers the causes it
-knows with their fix (runner/failure.py)."""
+frame), keeps the traceback after a blank line for the details ('show --details' prints it),
+and answers the causes it knows with their fix (runner/failure.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from stackwars import workloads
+from stackwars.cli import main
 from stackwars.frameworks import FRAMEWORKS
 from stackwars.frameworks.base import RunSettings
-from stackwars.results.schema import reason_headline
+from stackwars.results import store
+from stackwars.results.run import Run, now
+from stackwars.results.schema import Cell, reason_headline
 from stackwars.runner import failure
 from stackwars.runner.protocol import CellSpec, Request
 from stackwars.runner.worker import CellRun
@@ -86,3 +89,21 @@ def test_an_unknown_cause_gets_no_invented_fix() -> None:
     reason = failure.error_reason(raised(ValueError("shapes (3,) and (4,) do not align")))
     assert reason_headline(reason) == "ValueError: shapes (3,) and (4,) do not align"
     assert "fix:" not in reason
+
+
+def test_show_details_prints_the_whole_reason_the_table_leaves_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reason = failure.error_reason(raised(ValueError("this workload always fails")))
+    cell = Cell(workload="fails", params={"size": 1}, stack="numpy:eager", reason=reason)
+    db = tmp_path / "db.sqlite"
+    results = store.Store(db)
+    run = Run(id="r", started=now(), machine={}, versions={}, argv=[], status="complete")
+    results.begin_run(run)
+    results.add_cell(run, cell)
+    results.finish_run(run)
+    assert main(["show", "r", "--db", str(db)]) == 0
+    assert "Traceback" not in capsys.readouterr().out
+    assert main(["show", "r", "--db", str(db), "--details"]) == 0
+    out = capsys.readouterr().out
+    assert "fails numpy:eager @ cpu ERROR:" in out and "Traceback (most recent call last)" in out

@@ -458,6 +458,17 @@ def _escape(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|").replace("~", "\\~")
 
 
+def failure_details(cells: Iterable[Cell]) -> list[str]:
+    """Each cell that is not ok with its whole reason, the details tables leave out (an
+    error's traceback): 'show --details'."""
+    return [
+        f"{cell.workload} {stack_label(cell)} @ {cell.device} {cell.status.upper()}:\n"
+        f"{cell.reason.strip()}"
+        for cell in cells
+        if cell.status != "ok" and cell.reason.strip()
+    ]
+
+
 def status_counts(cells: Iterable[Cell]) -> str:
     """``"25 ok, 2 unsupported"``: how many cells ended in each status."""
     counts: dict[str, int] = {}
