@@ -191,9 +191,9 @@ def _add_run_parity(run: argparse.ArgumentParser) -> None:
         type=float,
         metavar="R",
         help="relative tolerance of every cell's check against the reference, replacing the "
-        "workloads' (float64 1e-8, float32 2e-6, times each workload's error_growth); "
-        "recorded in the run's options. Random draws keep their statistical check, train "
-        "steps their comparison across stacks",
+        "workloads' (float64 about 1.1e-8, float32 2e-6, times each workload's "
+        "error_growth); recorded in the run's options. Random draws keep their statistical "
+        "check, train steps their comparison across stacks",
     )
     parity.add_argument(
         "--atol",
