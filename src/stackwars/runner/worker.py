@@ -373,7 +373,8 @@ class CellRun:
             self.workload, self.params, outputs, reference, computed=computed, control=control,
             asked=asked,
         )  # fmt: skip
-        narrowed = self._dtype_note(parity.computed_dtype(list(inputs)))
+        arrays = [x for x in inputs if hasattr(x, "dtype")]
+        narrowed = self._dtype_note(parity.computed_dtype(arrays))
         if narrowed:
             self.cell.warnings.append(narrowed)
         if reason:
@@ -385,16 +386,17 @@ class CellRun:
         one, than its inputs are: what it computed, and the option that changes it. The
         inputs' dtype becomes the requested one when no parameter names it."""
         result = self.cell.parity
-        asked_by = "asked for" if result.requested_dtype else "the inputs are"
+        by_parameter = bool(result.requested_dtype)
         result.requested_dtype = result.requested_dtype or inputs_dtype
         requested, computed = result.requested_dtype, result.computed_dtype
         if not requested or not computed or requested == computed:
             return ""
+        asked = "asked for" if by_parameter else "the inputs are"
         if self.cell.settings.get("framework", {}).get("x64") is False:
             fix = "--x64 on computes in 64 bits (JAX computes 32 bits without it)"
         else:
-            fix = "the implementation converts: keep its arithmetic in the inputs' dtype"
-        return f"{asked_by} {requested}, the stack computed {computed}: {fix}"
+            fix = f"the implementation converts: keep its arithmetic in {requested}"
+        return f"{asked} {requested}, the stack computed {computed}: {fix}"
 
 
 def measure(data: dict[str, Any]) -> dict[str, Any]:
