@@ -48,7 +48,9 @@ def restore_jax_and_environment() -> Iterator[None]:
     os.environ.update(environment)
 
 
-def run_cell(stack: str, tmp_path: Path, *, x64: bool, from_inputs: bool) -> dict[str, object]:
+def run_cell(
+    stack: str, tmp_path: Path, *, x64: bool, from_inputs: bool, rtol: float | None = None
+) -> dict[str, object]:
     """One cell of the kernels' workload in this process (eager stacks only), as a dict."""
     workloads.load_workload_file(WORKLOAD_FILE)
     request = Request(
@@ -57,6 +59,7 @@ def run_cell(stack: str, tmp_path: Path, *, x64: bool, from_inputs: bool) -> dic
         QUICK,
         workload_files=[WORKLOAD_FILE],
         x64_from_inputs=from_inputs,
+        rtol=rtol,
     )
     return CellRun(request).run().to_dict()
 
@@ -86,8 +89,12 @@ def test_jax_without_x64_says_it_computed_float32_and_the_option(tmp_path: Path)
     assert settings["environment"]["JAX_ENABLE_X64"] == "true"
     off = run_cell("jax:eager", tmp_path / "off", x64=False, from_inputs=False)
     note = "the inputs are float64, the stack computed float32: --x64 on computes in 64 bits"
+    assert off["status"] == "ok"  # within float32's tolerance, and still said
     assert any(str(warning).startswith(note) for warning in off["warnings"])  # type: ignore[union-attr]
-    assert off["status"] == "ok" or note in str(off["reason"])
+    # Held to float64's precision, it misses, and the reason says why and what changes it.
+    strict = run_cell("jax:eager", tmp_path / "strict", x64=False, from_inputs=False, rtol=1e-9)
+    assert strict["status"] == "mismatch"
+    assert "--rtol" in str(strict["reason"]) and note in str(strict["reason"])
 
 
 def stackwars_run(argv: list[str], folder: Path) -> dict[str, object]:
