@@ -1,5 +1,6 @@
 """Documentation that states facts about the code stays true to it: the error tree, the
-seeds' definition, and references that resolve inside the repository."""
+seeds' definition, references that resolve inside the repository, the names, commands and
+verdicts the documents use, and the registry as the one table of frameworks."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ import ast
 import re
 from pathlib import Path
 
+import stackwars
 from stackwars import errors
+from stackwars.commands import COMMANDS
+from stackwars.frameworks import FRAMEWORKS
+from stackwars.timing.compare import VERDICTS
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "stackwars"
@@ -52,3 +57,68 @@ def test_no_document_or_module_cites_a_file_outside_the_repository() -> None:
         if re.search(r"\.\./shared|\bdesign\.md\b", path.read_text(encoding="utf-8"))
     ]
     assert citing == []
+
+
+def test_every_stackwars_name_the_documents_use_exists() -> None:
+    """`stackwars.X` in a document or the service layer's docstring is a public name or a
+    module (service/__init__ once named stackwars.time, which is stackwars.measure)."""
+    texts = [ROOT / "ARCHITECTURE.md", ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    texts.append(PACKAGE / "service" / "__init__.py")
+    named = {
+        (path.name, name)
+        for path in texts
+        for name in re.findall(r"`stackwars\.(\w+)", path.read_text(encoding="utf-8"))
+    }
+    missing = [
+        (document, name)
+        for document, name in sorted(named)
+        if not hasattr(stackwars, name) and not (PACKAGE / name).exists()
+        and not (PACKAGE / f"{name}.py").exists()
+    ]  # fmt: skip
+    assert missing == []
+
+
+def test_the_architecture_lists_every_command() -> None:
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    listing = text[text.index("\n  commands/") : text.index("\n  service/")]
+    names = [add.__name__.removeprefix("add_") for add in COMMANDS]
+    assert [name for name in names if not re.search(rf"\b{name}\b", listing)] == []
+
+
+def test_the_methodology_names_only_verdicts_the_gate_gives() -> None:
+    """Every quoted verdict-like phrase ('no clear difference' once) is one of VERDICTS,
+    except where the text says it was the old rule's."""
+    text = (ROOT / "docs" / "methodology.md").read_text(encoding="utf-8")
+    quoted = set(re.findall(r"[`\"](no [a-z ]*difference|[a-z]+, [a-z ]+)[`\"]", text))
+    assert quoted - set(VERDICTS) == set()
+
+
+def test_only_the_framework_registry_keeps_a_table_of_frameworks() -> None:
+    """No module outside frameworks/ lists three or more framework names (probes once had
+    two such tables): they read the registry (ARCHITECTURE.md, Boundaries)."""
+    tables = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent == PACKAGE / "frameworks":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Tuple | ast.List | ast.Set) and len(node.elts) >= 3:
+                values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+                if len(values) == len(node.elts) and set(values) <= set(FRAMEWORKS):
+                    tables.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert tables == []
+
+
+def test_the_readme_says_what_the_default_run_takes_as_recorded() -> None:
+    """The quick start states the fastest and the slowest default run docs/results.md
+    records, so that a reader expecting the old 90 s is not misled."""
+    results = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    section = results[results.index("## The default run") :]
+    section = section[: section.index("\n## ", 1)]
+    recorded = [int(s) for s in re.findall(r"\*\*(\d+) s\*\*", section)]
+    with_second_look = [int(s) for s in re.findall(r"second look.*\*\*(\d+) s\*\*", section)]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick_start = readme[readme.index("## Fresh machine") : readme.index("## Use")]
+    assert recorded and with_second_look
+    for seconds in (min(with_second_look), max(recorded)):
+        assert f"{seconds} s" in quick_start
+    assert "--second-look 0" in quick_start

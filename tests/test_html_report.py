@@ -3,6 +3,7 @@ hostile names) and from a small real run, which headless Chromium opens as a per
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -321,3 +322,19 @@ def test_chromium_opens_the_report_without_a_request(real_report: Path) -> None:
         timeout=60,
     )
     assert shot.stat().st_size > 10_000
+
+
+def test_a_timed_mismatch_shows_its_time_and_reason_in_the_html_table() -> None:
+    """The HTML table is the terminal's: a mismatch was timed, so its row has its time, its
+    status beside the stack and its reason among the notes."""
+    reason = "output 0: 9 of 64 elements beyond the tolerance; --rtol 4.4e-09 would accept it"
+    cells = [
+        cell("numpy:eager", 1e-4),
+        cell("torch:eager", 7.6e-3, status="mismatch", reason=reason),
+    ]
+    run = dataclasses.replace(hand_run(), cells=cells, planned=[], status="complete")
+    report = build_report(ReportInputs(runs=[run], baseline="numpy:eager"))
+    page = render_html(report, draw_figures(report))
+    row = page[page.index("torch:eager MISMATCH") :]
+    assert "7.60 ms" in row[: row.index("</tr>")]
+    assert "--rtol 4.4e-09 would accept it" in page

@@ -139,6 +139,9 @@ def test_crosscheck_accepts_agreement_and_rejects_a_different_loss() -> None:
     other_loss = fingerprinted("tensorflow:eager", 2.6, WEIGHTS, STEPS)
     crosscheck(other_loss, [anchor])
     assert other_loss.status == "mismatch" and "loss" in other_loss.reason
+    # Like a miss against a reference: how far apart, what was allowed, what sets it.
+    assert "of the weights' RMS where rtol=" in other_loss.reason
+    assert "error_growth" in other_loss.reason
 
 
 def test_crosscheck_allows_rare_sign_flips_but_not_a_wrong_tensor() -> None:

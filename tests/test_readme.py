@@ -59,6 +59,10 @@ INSTALL_AND_TEST = (
     "python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[all,dev]' "
     '&& .venv/bin/python -m pytest -n 2 -m "not serial" && .venv/bin/python -m pytest -m serial'
 )
+KERNELS = (
+    "stackwars run --workload-file my_kernels.py --workload my-kernel --stacks "
+    "numpy,torch:eager,torch:compile"
+)
 # README line -> the runs that stand for it (each a stackwars argv), in this order: later
 # lines read what earlier ones stored. None: CI runs it (see the module docstring).
 AS_RUN: dict[str, list[list[str]] | None] = {
@@ -357,6 +361,22 @@ AS_RUN: dict[str, list[list[str]] | None] = {
             *FAST,
         ]
     ],
+    KERNELS: [
+        [
+            "run",
+            "--workload-file",
+            "my_kernels.py",
+            "--workload",
+            "my-kernel",
+            "--stacks",
+            "numpy,torch:eager,torch:compile",
+            "--param",
+            "n=1000",
+            "--json",
+            "kernels.json",
+            *FAST,
+        ]
+    ],
     "stackwars run --suite-file my_suite.toml": [
         ["run", "--suite-file", "my_suite.toml", "--param", "n=32", *FAST]
     ],
@@ -370,6 +390,7 @@ WHY = {
     "--github-summary": "--fail-above 50: two tiny runs of identical code may differ by 5 %",
     "stackwars import baseline.json": "into another store: the run itself stored it already",
     "stackwars run --suite-file my_suite.toml": "--param n=32 keeps the file and its stacks",
+    KERNELS: "--json kernels.json: the test reads that every stack ended ok",
     "ray start --head --port 6379": "a free port: 6379 may be taken on a shared machine",
     "stackwars run --suite stack-wars --executor ray --ray-address HEAD:6379": "the head "
     "started above, on loopback",
@@ -440,6 +461,13 @@ LEFT_BEHIND = {
     ),
     "stackwars ir --workload ffn --stacks jax:jit,torch:xla --diff jax:jit torch:xla": lambda f: (
         bool(list(f.glob("stackwars-ir/*/jax_jit/stablehlo.txt")))
+    ),
+    KERNELS: lambda folder: (
+        [
+            cell["status"]
+            for cell in json.loads((folder / "kernels.json").read_text(encoding="utf-8"))["cells"]
+        ]
+        == ["ok"] * 3
     ),
     "stackwars profile --workload selu --param n=2000 --stacks jax:jit,torch:compile,"
     "tensorflow:xla": lambda folder: (

@@ -39,6 +39,11 @@ def make_cell(
     parity: Parity | None = None,
     warnings: list[str] | None = None,
 ) -> Cell:
+    """A cell as a worker ends it: timed when ok or a mismatch (parity comes after timing),
+    untimed when it failed before."""
+    steady = Steady(
+        median_s=median, ci95_low_s=median * 0.99, ci95_high_s=median * 1.01, stable=stable
+    )
     return Cell(
         workload=workload,
         params={"n": 100} if params is None else params,
@@ -48,9 +53,7 @@ def make_cell(
         reason=reason,
         times=Times(first_run_s=0.041243, second_run_s=0.000451),
         runs_to_steady=2,
-        steady=Steady(
-            median_s=median, ci95_low_s=median * 0.99, ci95_high_s=median * 1.01, stable=stable
-        ),
+        steady=steady if status in ("ok", "mismatch") else Steady(),
         memory=Memory(peak_rss_bytes=300 * 2**20),
         parity=Parity(ok=True) if parity is None else parity,
         gflops=12.345,
@@ -215,7 +218,32 @@ def test_parity_column_shows_mismatch_and_computed_dtype() -> None:
     ]
     (table,) = build_tables(cells)
     assert column(table, "Parity") == ["ok", "ok (f32≠f64)", "MISMATCH max rel 3e-2"]
-    assert column(table, "First run")[2] == "MISMATCH: max relative error above rtol"
+
+
+def test_a_timed_cell_that_is_not_ok_shows_its_time_status_and_reason_in_every_table() -> None:
+    """A mismatch was timed before its parity check: its numbers are shown with its status
+    beside the stack and its reason as a note, with no speed-up; an untimed failure says why
+    in one line, without the details after its reason's blank line."""
+    reason = "output 0: 3 of 8 elements beyond the tolerance; --rtol 4.4e-09 would accept it"
+    error = "ValueError: bad shape\nfix: reshape it\n\nTraceback (most recent call last):\n  x"
+    cells = [
+        make_cell("numpy:eager"),
+        make_cell("torch:eager", median=7.6e-3, status="mismatch", reason=reason,
+                  parity=Parity(ok=False, max_rel_err=4e-9)),
+        make_cell("torch:compile", status="error", reason=error, parity=Parity()),
+    ]  # fmt: skip
+    (table,) = build_tables(cells)
+    assert column(table, "Stack")[1] == "torch:eager MISMATCH"
+    assert column(table, "Steady median")[1].startswith("7.60 ms")
+    assert column(table, "First run")[1] == "41.2 ms"
+    assert column(table, "Speed-up")[1] == ""
+    assert f"torch:eager MISMATCH: {reason}" in table.notes
+    assert column(table, "First run")[2] == "ERROR: ValueError: bad shape fix: reshape it"
+    markdown = render_markdown([table])
+    assert "| torch:eager MISMATCH | 41.2 ms |" in markdown and "Traceback" not in markdown
+    terminal = io.StringIO()
+    Console(file=terminal, width=400).print(render_rich([table]))
+    assert "7.60 ms" in terminal.getvalue() and "4.4e-09" in terminal.getvalue()
 
 
 def test_unstable_rows_are_marked_and_explained() -> None:

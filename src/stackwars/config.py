@@ -92,6 +92,9 @@ class RunOptions:
     cache: str = "cold"
     threads: int | None = None
     x64: str = "auto"
+    # The run's own parity tolerance (--rtol, --atol), replacing the workloads'; None: theirs.
+    rtol: float | None = None
+    atol: float | None = None
     seed: int = 0
     timing: TimingConfig = field(default_factory=TimingConfig)
     workload_files: tuple[str, ...] = ()

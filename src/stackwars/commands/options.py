@@ -34,7 +34,8 @@ def add_framework_settings(parser: argparse.ArgumentParser) -> None:
         "--x64",
         default="auto",
         choices=("auto", "on", "off"),
-        help="JAX 64-bit: auto turns it on for float64 cells",
+        help="JAX 64-bit: auto turns it on for cells whose dtype parameter, or without one "
+        "whose inputs, are float64",
     )
     settings.add_argument(
         "--matmul-precision",

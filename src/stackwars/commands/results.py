@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from rich.console import Console
 from rich.table import Table
 
 from stackwars.commands.options import Subparsers, add_db, add_verdict_options
@@ -17,7 +18,7 @@ from stackwars.report.crossover import sweep_table
 from stackwars.report.derived import derived_tables
 from stackwars.report.export import outcomes_csv, to_csv
 from stackwars.report.signals import signals_table
-from stackwars.report.table import build_tables, render_markdown, render_rich
+from stackwars.report.table import build_tables, failure_details, render_markdown, render_rich
 from stackwars.report.variants import variants_table
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.behave import outcome_from_dict
@@ -25,6 +26,7 @@ from stackwars.results.comparison import Gate, gate_failures
 from stackwars.results.crossover import crossovers, find_sweeps
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
+from stackwars.results.schema import Cell
 from stackwars.results.variants import find_variants
 from stackwars.service import api
 
@@ -53,7 +55,8 @@ def add_show(subparsers: Subparsers) -> None:
         "--details",
         action="store_true",
         help="also the signals the tables leave out: start-up times, first-run phases, "
-        "dispatch, CPU and page faults per call, compiles, memory, threads and BLAS",
+        "dispatch, CPU and page faults per call, compiles, memory, threads and BLAS, and the "
+        "whole reason of each cell not ok (an error's traceback)",
     )
     add_verdict_options(parser)
     parser.set_defaults(handler=show)
@@ -95,6 +98,14 @@ def runs(args: argparse.Namespace, argv: list[str]) -> int:
     return 0
 
 
+def _details(console: Console, cells: list[Cell]) -> None:
+    """What --details adds: the signals, and each failed cell's whole reason (as text: a
+    traceback's brackets are not markup)."""
+    console.print(signals_table(cells))
+    for details in failure_details(cells):
+        console.print(details, markup=False, highlight=False)
+
+
 def show(args: argparse.Namespace, argv: list[str]) -> int:
     record = api.open_store(args.db, must_exist=True).load_run(args.run)
     console = report_console()
@@ -115,7 +126,7 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
     for table in derived:
         console.print(table)
     if args.details:
-        console.print(signals_table(cells))
+        _details(console, cells)
     for variants in find_variants(cells):
         console.print(variants_table(variants))
     for sweep in find_sweeps(cells):

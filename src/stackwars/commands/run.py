@@ -84,6 +84,7 @@ def add_run(subparsers: Subparsers) -> None:
     _add_run_limits(parser)
     _add_run_timing(parser)
     add_framework_settings(parser)
+    _add_run_parity(parser)
     _add_run_caches(parser)
     _add_run_output(parser)
     add_executor(parser, "cells")
@@ -183,6 +184,26 @@ def _add_run_timing(run: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_run_parity(run: argparse.ArgumentParser) -> None:
+    parity = run.add_argument_group("parity")
+    parity.add_argument(
+        "--rtol",
+        type=float,
+        metavar="R",
+        help="relative tolerance of every cell's check against the reference, replacing the "
+        "workloads' (float64 about 1.1e-8, float32 2e-6, times each workload's "
+        "error_growth); recorded in the run's options. Random draws keep their statistical "
+        "check, train steps their comparison across stacks",
+    )
+    parity.add_argument(
+        "--atol",
+        type=float,
+        metavar="A",
+        help="absolute tolerance, in the result's units (default: rtol times the RMS of the "
+        "reference)",
+    )
+
+
 def _add_run_caches(run: argparse.ArgumentParser) -> None:
     caches = run.add_argument_group("compile caches")
     caches.add_argument(
@@ -269,6 +290,8 @@ def measure(args: argparse.Namespace) -> api.Measure:
         repeat=adaptive.parse_repeat(args.repeat) or MIN_WORKERS,
         order_seed=args.order_seed,
         jobs=args.jobs,
+        rtol=args.rtol,
+        atol=args.atol,
         **framework_settings(args),
     )
 

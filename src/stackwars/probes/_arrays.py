@@ -7,7 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-FRAMEWORKS = ("numpy", "jax", "torch", "tensorflow")
+from stackwars.frameworks import FRAMEWORKS
+
+# The frameworks a probe written once for all covers: every registered one that is not a layer
+# over another (the Keras stacks run Keras code, which no probe has), read from the registry.
+NATIVE_FRAMEWORKS = tuple(name for name, info in FRAMEWORKS.items() if info.runs_on is None)
 
 
 def small(dtype: str = "float32") -> Any:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stackwars.probes import Prepare, Probe, register
-from stackwars.probes._arrays import FRAMEWORKS, f64, small
+from stackwars.probes._arrays import NATIVE_FRAMEWORKS, f64, small
 
 Fn = Callable[..., Any]
 
@@ -42,7 +42,7 @@ register(
         "compilation, the loop run n times",
         calls=lambda: [(small(), _count(2)), (small(), _count(3))],
         reference=lambda args: f64(args[0]) * 2 ** int(args[1]),
-        implementations=dict.fromkeys(FRAMEWORKS, _doublings),
+        implementations=dict.fromkeys(NATIVE_FRAMEWORKS, _doublings),
     )
 )
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stackwars.probes import Prepare, Probe, register
-from stackwars.probes._arrays import FRAMEWORKS, f64, small
+from stackwars.probes._arrays import NATIVE_FRAMEWORKS, f64, small
 
 Fn = Callable[..., Any]
 
@@ -40,7 +40,7 @@ register(
         "hold the 1 (NumPy semantics)",
         calls=lambda: [(small(),)],
         reference=lambda args: _first_set(args[0]) * 2,
-        implementations=dict.fromkeys(FRAMEWORKS, _setitem),
+        implementations=dict.fromkeys(NATIVE_FRAMEWORKS, _setitem),
         input_after=lambda args: _first_set(args[0]),
     )
 )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stackwars.probes import Prepare, Probe, register
-from stackwars.probes._arrays import FRAMEWORKS, affine, f64, small
+from stackwars.probes._arrays import NATIVE_FRAMEWORKS, affine, f64, small
 
 Fn = Callable[..., Any]
 
@@ -23,7 +23,7 @@ register(
         "comes back, as in NumPy",
         calls=lambda: [(small("float64"),)],
         reference=lambda args: f64(args[0]) * 2 + 1,
-        implementations=dict.fromkeys(FRAMEWORKS, affine),
+        implementations=dict.fromkeys(NATIVE_FRAMEWORKS, affine),
         dtype_matters=True,
     )
 )

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stackwars.probes import Prepare, Probe, register
-from stackwars.probes._arrays import FRAMEWORKS, affine
+from stackwars.probes._arrays import NATIVE_FRAMEWORKS, affine
 
 Fn = Callable[..., Any]
 
@@ -93,7 +93,8 @@ def _value_if_static_jax(mode: str, prepare: Prepare, tally: Fn) -> Fn:
 
 
 _FLAGS = (True, False, True)
-_SAME_FRAMEWORKS = ("numpy", "torch", "tensorflow")
+# jax gets the seed's own code; every other framework the same plain function.
+_SAME_FRAMEWORKS = tuple(name for name in NATIVE_FRAMEWORKS if name != "jax")
 
 register(
     Probe(
@@ -208,7 +209,7 @@ register(
         description="a print inside the function: does it run on each of 3 calls?",
         calls=lambda: [(_vector(),) for _ in range(3)],
         reference=lambda args: _f64(args[0]) * 2,
-        implementations=dict.fromkeys(FRAMEWORKS, _side_effect),
+        implementations=dict.fromkeys(NATIVE_FRAMEWORKS, _side_effect),
         side_effect_per_call=True,
     )
 )
@@ -223,7 +224,7 @@ register(
         description="x * 2 + 1 on shapes (4,), (4,), (8,): one compilation expected",
         calls=lambda: [(_vector(4),), (_vector(4),), (_vector(8),)],
         reference=lambda args: _f64(args[0]) * 2 + 1,
-        implementations=dict.fromkeys(FRAMEWORKS, affine),
+        implementations=dict.fromkeys(NATIVE_FRAMEWORKS, affine),
     )
 )
 
@@ -248,6 +249,6 @@ register(
         description="x * SCALE with the global SCALE 2.0, then 3.0: does call 2 see 3.0?",
         calls=lambda: [(_vector(), 2.0), (_vector(), 3.0)],
         reference=lambda args: _f64(args[0]) * args[1],
-        implementations=dict.fromkeys(FRAMEWORKS, _captured_global),
+        implementations=dict.fromkeys(NATIVE_FRAMEWORKS, _captured_global),
     )
 )

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stackwars.probes import Prepare, Probe, register
-from stackwars.probes._arrays import FRAMEWORKS, affine, f64, small
+from stackwars.probes._arrays import NATIVE_FRAMEWORKS, affine, f64, small
 
 Fn = Callable[..., Any]
 
@@ -27,7 +27,7 @@ register(
         "compilation expected",
         calls=lambda: [(small("float32"),), (small("float64"),), (small("int32"),)],
         reference=lambda args: f64(args[0]) * 2 + 1,
-        implementations=dict.fromkeys(FRAMEWORKS, affine),
+        implementations=dict.fromkeys(NATIVE_FRAMEWORKS, affine),
     )
 )
 
@@ -50,6 +50,6 @@ register(
         "(float32 all, to a NumPy user): one compilation expected",
         calls=_scalars,
         reference=lambda args: f64(args[0]) * float(args[1]),
-        implementations=dict.fromkeys(FRAMEWORKS, _scale),
+        implementations=dict.fromkeys(NATIVE_FRAMEWORKS, _scale),
     )
 )

@@ -13,6 +13,7 @@ from rich.text import Text
 from stackwars.profiling.categories import CATEGORIES
 from stackwars.profiling.result import ADDS_UP_ABSOLUTE_S, ADDS_UP_RELATIVE, Profile
 from stackwars.report.table import format_seconds, shorten
+from stackwars.results.schema import reason_headline
 
 HLO_WIDTH = 60
 ADDS_UP_CAPTION = (
@@ -130,7 +131,7 @@ def not_profiled(profiles: Sequence[Profile]) -> list[Text]:
     lines = []
     for profile in profiles:
         if profile.status != "ok":
-            reason = " ".join(profile.reason.split())
+            reason = reason_headline(profile.reason)
             style = "dim" if profile.status == "unsupported" else "red"
             lines.append(Text(f"{profile.stack}: {profile.status}: {shorten(reason, 600)}", style))
     return lines

@@ -19,7 +19,7 @@ from rich.progress import Progress as RichProgress
 from rich.text import Text
 
 from stackwars.report.table import TERMINAL_REASON_CHARS, format_parity, format_steady, shorten
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, reason_headline
 
 _STATUS_STYLES = {"ok": "green", "unsupported": "dim", "timeout": "yellow"}  # others: red
 # Without a live bar (logs, pipes), a running cell's phase is printed once it has run this long,
@@ -177,7 +177,7 @@ def format_duration(seconds: float) -> str:
 def _outcome(cell: Cell) -> str:
     if cell.status == "ok":
         return format_steady(cell)
-    reason = shorten(" ".join(cell.reason.split()), TERMINAL_REASON_CHARS)
+    reason = shorten(reason_headline(cell.reason), TERMINAL_REASON_CHARS)
     if cell.status == "mismatch":
-        return f"{format_parity(cell.parity)} {reason}".strip()
+        return f"{format_steady(cell)} {format_parity(cell.parity)} {reason}".strip()
     return reason

@@ -20,7 +20,7 @@ from rich.text import Text
 from stackwars.report.roofline import format_roofline
 from stackwars.results.machines import machine_of, machines
 from stackwars.results.peak import peak_matches_machine
-from stackwars.results.schema import Cell, Parity
+from stackwars.results.schema import Cell, Parity, reason_headline
 
 if TYPE_CHECKING:
     from stackwars.results.peak import Peak
@@ -59,6 +59,10 @@ PER_CALL_NOTE = (
     f"{PER_CALL_MARK.strip()} inputs per call: every timed call placed the host inputs on the "
     "device itself (--inputs per-call), so its time includes the transfer"
 )
+TIMED_NOT_OK_NOTE = (
+    "a row whose stack is followed by a status was timed, but is not ok (below: why); its "
+    "time is shown, no speed-up, and a comparison or gate never counts it as ok"
+)
 NO_PEAK_NOTE = "Roofline: measure this machine's limits once with 'stackwars env --peak'"
 OTHER_MACHINE_NOTE = "Roofline: the stored peak was measured on another machine than these cells'"
 OTHER_DEVICE_NOTE = (
@@ -85,26 +89,35 @@ _FAILURE_STYLES = {"unsupported": "dim", "timeout": "yellow"}  # others: red
 
 @dataclass(frozen=True)
 class Row:
-    """One stack's line: its label, outcome, and one display string per column after Stack."""
+    """One stack's line: its label, outcome, and one display string per column after Stack.
+    ``timed``: the cell has a steady time, which the row shows whatever its status."""
 
     stack: str
     status: str
     reason: str
     values: tuple[str, ...]
+    timed: bool = False
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
     def texts(self, reason_chars: int | None = None) -> tuple[str, ...]:
-        """Every column's text; a failed row shows its status and reason where numbers go."""
+        """Every column's text. A row that is not ok shows its status beside the stack when
+        it was timed (its reason is a note of the table), or its status and why (one line)
+        where numbers go when it was not."""
         if self.ok:
             return (self.stack, *self.values)
-        reason = " ".join(self.reason.split())
+        if self.timed:
+            return (f"{self.stack} {self.status.upper()}", *self.values)
+        return (self.stack, self.failure(reason_chars), *self.values[1:])
+
+    def failure(self, reason_chars: int | None = None) -> str:
+        """``STATUS: why``, the why shortened to ``reason_chars`` when given."""
+        reason = reason_headline(self.reason)
         if reason_chars is not None:
             reason = shorten(reason, reason_chars)
-        failure = f"{self.status.upper()}: {reason}" if reason else self.status.upper()
-        return (self.stack, failure, *self.values[1:])
+        return f"{self.status.upper()}: {reason}" if reason else self.status.upper()
 
 
 @dataclass(frozen=True)
@@ -237,8 +250,7 @@ def _row(
     cell: Cell, baseline: Cell | None, peak: Peak | None, columns: tuple[str, ...] = COLUMNS
 ) -> Row:
     parity = format_parity(cell.parity)
-    if cell.status != "ok":
-        # Numbers from a failed or wrong computation are not shown: they would invite comparison.
+    if cell.status != "ok" and not timed(cell):
         values = tuple(parity if name == "Parity" else "" for name in columns[1:])
         return Row(stack_label(cell), cell.status, cell.reason, values)
     texts = {
@@ -254,7 +266,13 @@ def _row(
         "Parity": parity,
         "Speed-up": _speed_up(cell, baseline),
     }
-    return Row(stack_label(cell), cell.status, cell.reason, tuple(texts[n] for n in columns[1:]))
+    values = tuple(texts[n] for n in columns[1:])
+    return Row(stack_label(cell), cell.status, cell.reason, values, timed=timed(cell))
+
+
+def timed(cell: Cell) -> bool:
+    """Whether the cell has a steady time to show (a mismatch was timed before its check)."""
+    return cell.steady.median_s is not None and cell.steady.median_s > 0
 
 
 def _speed_up(cell: Cell, baseline: Cell | None) -> str:
@@ -272,19 +290,26 @@ def _notes(cells: list[Cell], baseline: Cell | None) -> tuple[str, ...]:
             f"speed-up: steady median of {stack_label(baseline)} ÷ the row's"
             f" (above 1{_TIMES} is faster)"
         )
-    if any(cell.status == "ok" and not cell.steady.stable for cell in cells):
+    shown = [cell for cell in cells if timed(cell)]
+    if any(not cell.steady.stable for cell in shown):
         notes.append(UNSTABLE_NOTE)
     if any(cell.settings.get("workers_disagree") for cell in cells):
         notes.append(DISAGREE_NOTE)
-    timed = [cell for cell in cells if cell.status == "ok"]
-    if any("merged_workers" not in cell.settings for cell in timed):
+    if any("merged_workers" not in cell.settings for cell in shown):
         notes.append(WITHIN_PROCESS_NOTE)
-    if any("merged_workers" in cell.settings for cell in timed):
+    if any("merged_workers" in cell.settings for cell in shown):
         notes.append(ACROSS_WORKERS_NOTE)
-    if any(cell.status == "ok" and cell.times.latency_s for cell in cells):
+    if any(cell.times.latency_s for cell in shown):
         notes.append(LATENCY_NOTE)
     if any(inputs_per_call(cell) for cell in cells):
         notes.append(PER_CALL_NOTE)
+    if any(cell.status != "ok" for cell in shown):
+        notes.append(TIMED_NOT_OK_NOTE)
+    notes.extend(
+        f"{stack_label(cell)} {cell.status.upper()}: {reason_headline(cell.reason)}"
+        for cell in shown
+        if cell.status != "ok"
+    )
     notes.extend(f"{stack_label(cell)}: {warning}" for cell in cells for warning in cell.warnings)
     return tuple(notes)
 
@@ -375,7 +400,7 @@ def _rich_table(table: Table) -> RichTable:
         title=table.title,
         title_justify="left",
         title_style="bold",
-        caption="\n".join(table.notes) or None,
+        caption="\n".join(_terminal_notes(table)) or None,
         caption_justify="left",
     )
     for name in table.columns:
@@ -391,9 +416,20 @@ def _rich_table(table: Table) -> RichTable:
             rich_table.add_row(*texts)
             continue
         style = _FAILURE_STYLES.get(row.status, "red")
-        failure = Text(texts[1], style=style, justify="left")
-        rich_table.add_row(Text(texts[0], style=style), failure, *texts[2:])
+        second = Text(texts[1], style=style if not row.timed else "", justify="left")
+        rich_table.add_row(Text(texts[0], style=style), second, *texts[2:])
     return rich_table
+
+
+def _terminal_notes(table: Table) -> list[str]:
+    """The table's notes, plus the whole one-line reason of each untimed row whose reason the
+    terminal row shortened (the fix is often at its end)."""
+    cut = [
+        f"{row.stack} {row.failure()}"
+        for row in table.rows
+        if not row.ok and not row.timed and row.failure() != row.failure(TERMINAL_REASON_CHARS)
+    ]
+    return [*table.notes, *cut]
 
 
 def render_markdown(tables: Iterable[Table]) -> str:
@@ -420,6 +456,17 @@ def _escape(text: str) -> str:
     # A pipe ends a cell and a newline ends the table; reasons (stderr tails) contain both.
     # GitHub reads a pair of single tildes as strike-through, and "~" marks unstable rows.
     return " ".join(text.split()).replace("|", "\\|").replace("~", "\\~")
+
+
+def failure_details(cells: Iterable[Cell]) -> list[str]:
+    """Each cell that is not ok with its whole reason, the details tables leave out (an
+    error's traceback): 'show --details'."""
+    return [
+        f"{cell.workload} {stack_label(cell)} @ {cell.device} {cell.status.upper()}:\n"
+        f"{cell.reason.strip()}"
+        for cell in cells
+        if cell.status != "ok" and cell.reason.strip()
+    ]
 
 
 def status_counts(cells: Iterable[Cell]) -> str:

@@ -1,9 +1,13 @@
 """A cell's results over time, and the step changes between consecutive runs, as data
 (rendering, and ``history --json``'s format: ``report/history.py``).
 
-A step is a change between two consecutive results of the same cell (same workload,
-parameters, stack, device) that the comparison statistics call a difference: significant and
-above the practical threshold. Noise between runs is not a step.
+A point is one run's result of the cell (same workload, parameters, stack, device): its
+workers merged (``--repeat``). A step is a change between two consecutive points that the
+gate's statistics (``timing/compare.py``: workers as the unit, the run-to-run drift added, as
+for separate runs) call a difference: significant and above the practical threshold. A run
+with fewer than ``MIN_WORKERS`` workers cannot show one: one process's blocks say how
+precisely that process was measured, not whether the code changed (the project's own A/A
+runs showed +68.5 % that way), so such a point says why it has no verdict instead.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from stackwars.results.aggregate import merge_repeats
 from stackwars.results.machines import machine_of
 from stackwars.results.schema import Cell
 from stackwars.timing.compare import (
+    DEFAULT_RUN_DRIFT,
     FASTER,
     FASTER_UNSURE,
     SLOWER,
@@ -21,39 +27,68 @@ from stackwars.timing.compare import (
     Comparison,
     compare,
 )
+from stackwars.timing.sample_size import MIN_WORKERS
+
+TOO_FEW_WORKERS = (
+    "fewer than {workers} workers in this run or the one before: one process per run cannot "
+    "tell a step from the variation between processes; run with --repeat {workers}"
+)
 
 
 @dataclass(frozen=True)
 class Point:
     run_id: str
     started: str
-    cell: Cell
+    cell: Cell  # the run's workers of this cell, merged
     step: Comparison | None = None  # against the previous ok point, when it is a difference
+    workers: int = 1  # ok workers with samples
+    no_verdict: str = ""  # why this point could not be compared with the previous one
 
 
-def with_steps(points: Sequence[tuple[str, str, Cell]], threshold: float) -> list[Point]:
-    """The points in order, each ok point compared with the previous ok one."""
+def with_steps(
+    rows: Sequence[tuple[str, str, Cell]],
+    threshold: float,
+    run_drift: float = DEFAULT_RUN_DRIFT,
+) -> list[Point]:
+    """One point per run, in order, each compared with the previous point that has ok
+    workers (see the module docstring)."""
     result: list[Point] = []
-    previous: Cell | None = None
-    for run_id, started, cell in points:
-        step = None
-        usable = cell.status == "ok" and bool(cell.steady.samples_s)
-        if usable and previous is not None:
-            # One worker per run and point: a step is within-process evidence, and says so.
-            comparison = compare(
-                [previous.steady.samples_s],
-                [cell.steady.samples_s],
-                threshold=threshold,
-                within_process=True,
-            )
-            # A step: a significant change whose size passes the threshold.
-            beyond = abs(comparison.ratio - 1) > threshold
-            shown = comparison.verdict in (SLOWER, FASTER, SLOWER_UNSURE, FASTER_UNSURE)
-            step = comparison if shown and beyond else None
+    previous: list[Cell] = []
+    for run_id, started, workers in _by_run(rows):
+        usable = [cell for cell in workers if cell.status == "ok" and cell.steady.samples_s]
+        step, why = None, ""
+        if usable and previous:
+            step, why = _step(previous, usable, threshold, run_drift)
         if usable:
-            previous = cell
-        result.append(Point(run_id, started, cell, step))
+            previous = usable
+        shown = merge_repeats(usable)[0] if usable else workers[0]
+        result.append(Point(run_id, started, shown, step, len(usable), why))
     return result
+
+
+def _by_run(rows: Sequence[tuple[str, str, Cell]]) -> list[tuple[str, str, list[Cell]]]:
+    """The rows grouped by run, in first-seen order: a run's workers of the cell together."""
+    runs: dict[str, tuple[str, list[Cell]]] = {}
+    for run_id, started, cell in rows:
+        runs.setdefault(run_id, (started, []))[1].append(cell)
+    return [(run_id, started, cells) for run_id, (started, cells) in runs.items()]
+
+
+def _step(
+    before: list[Cell], after: list[Cell], threshold: float, run_drift: float
+) -> tuple[Comparison | None, str]:
+    """The comparison when it is a step (None otherwise), or why there can be no verdict."""
+    if min(len(before), len(after)) < MIN_WORKERS:
+        return None, TOO_FEW_WORKERS.format(workers=MIN_WORKERS)
+    comparison = compare(
+        [cell.steady.samples_s for cell in before],
+        [cell.steady.samples_s for cell in after],
+        threshold=threshold,
+        run_drift=run_drift,
+    )
+    beyond = abs(comparison.ratio - 1) > threshold
+    shown = comparison.verdict in (SLOWER, FASTER, SLOWER_UNSURE, FASTER_UNSURE)
+    return (comparison if shown and beyond else None), ""
 
 
 def series_by_params(

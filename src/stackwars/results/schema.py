@@ -155,6 +155,12 @@ class WorkCounts:
     bytes: float | None = None
 
 
+def reason_headline(reason: str) -> str:
+    """What a table shows of a cell's reason: its part before the first blank line (the
+    details after it stay in the cell), on one line."""
+    return " ".join(reason.strip().split("\n\n", 1)[0].split())
+
+
 @dataclass
 class Cell:
     """One measurement: workload + parameters + stack + device (+ whether results go to host)."""
@@ -166,6 +172,8 @@ class Cell:
     to_host: bool = False
     repeat: int = 0  # which of the --repeat fresh workers measured this cell
     status: str = "error"
+    # Why the cell is not ok: its point first (an error's exception and fix), then, after a
+    # blank line, details (an error's traceback) that tables leave out (reason_headline).
     reason: str = ""
     times: Times = field(default_factory=Times)
     first_run_breakdown: dict[str, float] = field(default_factory=dict)

@@ -36,6 +36,12 @@ from stackwars.results.schema import Cell
 FULL_STEP_SHARE = 0.99
 MAX_FLIP_SHARE = 0.02
 MAX_TENSOR_FLIP_SHARE = 0.25
+# What every disagreement adds: how far apart, what was allowed, and what sets it (a run's
+# --rtol reaches only the check against a reference, in the worker).
+ACROSS_STACKS_FIX = (
+    "the largest difference {error:.2g} of the weights' RMS where rtol={rtol:.2g} was allowed; "
+    "the workload's error_growth sets that tolerance for steps compared across stacks"
+)
 
 
 def _same_cell(a: Cell, b: Cell) -> bool:
@@ -65,7 +71,8 @@ def crosscheck(cell: Cell, earlier: Sequence[Cell]) -> None:
     parity.compared_with = anchor.stack
     parity.ok = not reason
     if reason:
-        cell.status, cell.reason = "mismatch", f"disagrees with {anchor.stack}: {reason}"
+        sizes = ACROSS_STACKS_FIX.format(error=parity.max_rel_err or 0.0, rtol=parity.rtol or 0.0)
+        cell.status, cell.reason = "mismatch", f"disagrees with {anchor.stack}: {reason}; {sizes}"
 
 
 def _disagreement(cell: Cell, anchor: Cell) -> str:

@@ -11,6 +11,7 @@ within what chance alone allows of the value the reference gives for it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,11 +30,30 @@ CONTROL_FACTOR = 10
 # gathers rounding error with k, and a workload that declares no error_growth gets a hint.
 ROUNDING_HINT_TOLERANCES = 1000
 ROUNDING_HINT_MAX_RELATIVE = 0.05
+# The --rtol a miss suggests sits this far above the smallest that passes: printed to two
+# digits, the smallest itself could round below what it must be.
+SUGGESTED_MARGIN = 1.1
+NOT_ROUNDING = (
+    "an error this size is not rounding: a wider tolerance would hide a wrong result; look for "
+    "a difference in the implementation, or a dtype narrower than the inputs'"
+)
+NON_FINITE = (
+    "no tolerance accepts NaN or inf (an overflow, or a division by zero the reference avoids)"
+)
 
 
 def computed_dtype(arrays: list[np.ndarray]) -> str:
     names = sorted({str(a.dtype) for a in arrays if np.issubdtype(a.dtype, np.inexact)})
     return ",".join(names) or (str(arrays[0].dtype) if arrays else "none")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The run's own tolerance (--rtol, --atol), replacing the workload's where given: the
+    relative part, and the absolute part (by default rtol times the reference's RMS)."""
+
+    rtol: float | None = None
+    atol: float | None = None
 
 
 def _tolerance(
@@ -42,12 +62,18 @@ def _tolerance(
     dtype: str,
     ref: np.ndarray,
     control: np.ndarray | None,
+    *,
+    asked: Asked,
 ) -> tuple[Tolerance, float]:
-    """The workload's tolerance for one output, widened to CONTROL_FACTOR times the float32
-    control's own error when there is a control (and the stack computed float32); with the
-    RMS of the reference."""
+    """The tolerance for one output, with the RMS of the reference: the run's own where it
+    asked for one, else the workload's, widened to CONTROL_FACTOR times the float32 control's
+    own error when there is a control (and the stack computed float32)."""
     scale = float(np.sqrt(np.mean(ref * ref))) if ref.size else 0.0
     tolerance = workload.tolerance(params, dtype, scale)
+    if asked.rtol is not None or asked.atol is not None:
+        rtol = tolerance.rtol if asked.rtol is None else asked.rtol
+        atol = rtol * scale if asked.atol is None else asked.atol
+        return Tolerance(rtol=rtol, atol=atol), scale
     if control is None or dtype != "float32":
         return tolerance, scale
     control_rel = float(np.abs(control - ref).max(initial=0.0)) / max(scale, 1e-300)
@@ -63,11 +89,14 @@ def check(
     *,
     computed: str | None = None,
     control: Any = None,
+    asked: Asked | None = None,
 ) -> tuple[Parity, str]:
     """Parity of ``outputs`` against ``reference``; the reason is empty when they agree.
     ``computed`` names the dtype the stack computed in when its outputs were widened for the
     host (NumPy has no bfloat16); by default it is read from the outputs. ``control`` is the
-    workload's float32 control, if it has one (see ``Workload.control``)."""
+    workload's float32 control, if it has one (see ``Workload.control``); ``asked`` the run's
+    own tolerance. A miss says how far off the result is, what was allowed, and what would
+    change the verdict."""
     if workload.sampled is not None:
         return _check_sampled(workload.sampled, params, outputs, reference, computed)
     expected = [np.asarray(r, dtype=np.float64) for r in flatten(reference)]
@@ -88,10 +117,11 @@ def check(
             parity.ok = False
             return parity, f"output {index} has shape {out.shape}, the reference {ref.shape}"
         own = controls[index] if controls and controls[index].shape == ref.shape else None
-        tolerance, scale = _tolerance(workload, params, computed or str(out.dtype), ref, own)
+        kind = computed or str(out.dtype)
+        tolerance, scale = _tolerance(workload, params, kind, ref, own, asked=asked or Asked())
         error = np.abs(out.astype(np.float64) - ref)
         if not np.all(np.isfinite(error)):
-            failures.append(f"output {index} has non-finite values")
+            failures.append(f"output {index} has non-finite values: {NON_FINITE}")
             worst_abs = worst_rel = float("inf")
             continue
         allowed = tolerance.atol + tolerance.rtol * np.abs(ref)
@@ -99,15 +129,39 @@ def check(
         worst_rel = max(worst_rel, float(error.max(initial=0.0)) / max(scale, 1e-300))
         parity.rtol, parity.atol = tolerance.rtol, tolerance.atol
         if np.any(error > allowed):
-            failures.append(
-                f"output {index}: {int(np.sum(error > allowed))} of {error.size} elements "
-                f"beyond atol={tolerance.atol:.2g}+rtol={tolerance.rtol:.2g}*|ref|"
-            )
+            failures.append(_miss(index, error, ref, tolerance, scale))
     parity.max_abs_err, parity.max_rel_err = worst_abs, worst_rel
     parity.ok = not failures
     if failures and controls is None:
         failures.extend(filter(None, [_error_growth_hint(workload, params, parity)]))
     return parity, "; ".join(failures)
+
+
+def _miss(
+    index: int, error: np.ndarray, ref: np.ndarray, tolerance: Tolerance, scale: float
+) -> str:
+    """One output's miss: how many elements, the largest error relative to the result's RMS,
+    what was allowed, and the --rtol that would accept it (with atol following rtol, as by
+    default), or why this is not rounding."""
+    beyond = int(np.sum(error > tolerance.atol + tolerance.rtol * np.abs(ref)))
+    relative = float(error.max(initial=0.0)) / max(scale, 1e-300)
+    # The smallest rtol with atol = rtol * RMS under which every element passes.
+    needed = float(np.max(error / np.maximum(scale + np.abs(ref), 1e-300)))
+    text = (
+        f"output {index}: {beyond} of {error.size} elements beyond the tolerance, the largest "
+        f"error {relative:.2g} of the result's RMS where rtol={tolerance.rtol:.2g} and "
+        f"atol={tolerance.atol:.2g} were allowed; --rtol {needed * SUGGESTED_MARGIN:.2g} "
+        "would accept it"
+    )
+    if not rounding_sized(relative, tolerance.rtol):
+        text += f" ({NOT_ROUNDING})"
+    return text
+
+
+def rounding_sized(relative: float, rtol: float) -> bool:
+    """Whether a miss of ``relative`` (of the result's RMS) against ``rtol`` looks like
+    rounding rather than a wrong result (see ROUNDING_HINT_TOLERANCES)."""
+    return relative <= min(ROUNDING_HINT_TOLERANCES * rtol, ROUNDING_HINT_MAX_RELATIVE)
 
 
 def _error_growth_hint(workload: Workload, params: Mapping[str, Any], parity: Parity) -> str:
@@ -116,14 +170,13 @@ def _error_growth_hint(workload: Workload, params: Mapping[str, Any], parity: Pa
     if workload.error_growth(params) != 1.0 or parity.rtol is None or parity.max_rel_err is None:
         return ""
     times = parity.max_rel_err / parity.rtol
-    bound = min(ROUNDING_HINT_TOLERANCES * parity.rtol, ROUNDING_HINT_MAX_RELATIVE)
-    if not parity.max_rel_err <= bound:
+    if not rounding_sized(parity.max_rel_err, parity.rtol):
         return ""
     return (
         f"an error {times:.0f}x the tolerance is the size of rounding: if the result sums many "
-        "terms (a matmul, a reduction), its rounding error grows with their number; declare "
-        "it with Workload(error_growth=...), e.g. lambda params: math.sqrt(params['n']) for "
-        "sums of n terms, which multiplies the tolerance"
+        "terms (a matmul, a reduction) or is a long expression, its rounding error grows with "
+        "their number; declare it with Workload(error_growth=...), e.g. lambda params: "
+        "math.sqrt(params['n']) for sums of n terms, which multiplies the tolerance"
     )
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +26,11 @@ from stackwars.profiling.capture import no_profiler_reason, profile_function, pr
 from stackwars.profiling.result import Profile
 from stackwars.results.schema import Cell
 from stackwars.runner.child import ProgressWriter, serve
+from stackwars.runner.failure import error_reason
 from stackwars.runner.protocol import Request
 from stackwars.runner.worker import CellRun, Prepared
 
 HLO_STAGE = "optimized_hlo"
-TRACEBACK_LINES = 20
 
 
 def profile_cell(request: Request, out_dir: Path, calls: int) -> Profile:
@@ -56,8 +55,7 @@ def profile_cell(request: Request, out_dir: Path, calls: int) -> Profile:
     try:
         return _profile(profile, run.prepared, out_dir, calls, progress)
     except Exception as exc:  # the cell ran, its profile failed: say why, as data
-        tail = "".join(traceback.format_exception(exc)[-TRACEBACK_LINES:])
-        profile.status, profile.reason = "error", tail[-4000:]
+        profile.status, profile.reason = "error", error_reason(exc)
         return profile
 
 

@@ -57,6 +57,12 @@ class Request:
     timing: TimingConfig
     seed: int = 0
     workload_files: list[str] = field(default_factory=list)
+    # --x64 auto on a cell without a dtype parameter: the worker sets settings.x64 from the
+    # inputs it makes (64-bit when any is), for the stacks whose settings read it.
+    x64_from_inputs: bool = False
+    # The run's own parity tolerance (--rtol, --atol); None: the workload's.
+    rtol: float | None = None
+    atol: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -69,4 +75,7 @@ class Request:
             timing=TimingConfig(**data["timing"]),
             seed=data["seed"],
             workload_files=data["workload_files"],
+            x64_from_inputs=data.get("x64_from_inputs", False),
+            rtol=data.get("rtol"),
+            atol=data.get("atol"),
         )

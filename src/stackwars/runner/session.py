@@ -64,10 +64,16 @@ class Reporter(Protocol):
 
 
 def wants_x64(spec: CellSpec, mode: str) -> bool:
-    """64-bit JAX when asked, or (auto) when the cell's inputs are 64-bit."""
+    """64-bit JAX when asked, or (auto) when the cell's dtype parameter is 64-bit."""
     if mode != "auto":
         return mode == "on"
     return str(spec.params.get("dtype", "")).endswith("64")
+
+
+def x64_from_inputs(spec: CellSpec, mode: str) -> bool:
+    """Whether the worker decides 64-bit JAX from the inputs it makes: --x64 auto, and no
+    dtype parameter says what precision the cell means (the parent makes no arrays)."""
+    return mode == "auto" and "dtype" not in spec.params
 
 
 def request_for(spec: CellSpec, options: RunOptions, cache_dir: Path) -> Request:
@@ -89,6 +95,9 @@ def request_for(spec: CellSpec, options: RunOptions, cache_dir: Path) -> Request
         timing=options.timing,
         seed=options.seed,
         workload_files=list(options.workload_files),
+        x64_from_inputs=x64_from_inputs(spec, options.x64),
+        rtol=options.rtol,
+        atol=options.atol,
     )
 
 

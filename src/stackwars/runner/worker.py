@@ -15,7 +15,6 @@ import statistics
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +30,15 @@ from stackwars.frameworks import (
 from stackwars.frameworks.base import DeviceUnavailable, Framework, RunSettings
 from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Steady, WorkCounts
 from stackwars.runner.child import ProgressWriter, serve
+from stackwars.runner.failure import error_reason
 from stackwars.runner.protocol import Request
 from stackwars.timing.quality import measurement_warnings
 from stackwars.timing.timer import Measurement, Timer
 from stackwars.workloads.base import Bound, Stateful, Workload
 
-TRACEBACK_LINES = 25
+# Input dtypes that turn JAX's 64-bit mode on under --x64 auto (without it JAX computes them
+# in 32 bits); 64-bit integers (indices, counts) alone do not: they say nothing of precision.
+WIDE_DTYPES = ("float64", "complex128")
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "OutOfMemoryError", "ResourceExhausted")
 
 
@@ -110,7 +112,8 @@ def timed(action: Callable[[], Any]) -> tuple[Any, float]:
 
 
 def classify(exc: BaseException) -> CellFailed:
-    """An exception from the work, as a status and a reason with the traceback's tail."""
+    """An exception from the work, as a status and a reason: an error's leads with the
+    exception and the fix when its cause is known, the traceback's tail after (failure.py)."""
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, MemoryError) or any(marker in text for marker in OOM_MARKERS):
         return CellFailed("oom", text[:2000])
@@ -118,8 +121,7 @@ def classify(exc: BaseException) -> CellFailed:
         # The stack says it cannot run this (torchax cannot lower an op, or run autograd), or
         # its framework sees no such device here (the reason says why and the fix).
         return CellFailed("unsupported", text[:2000])
-    tail = "".join(traceback.format_exception(exc)[-TRACEBACK_LINES:])
-    return CellFailed("error", tail[-4000:])
+    return CellFailed("error", error_reason(exc))
 
 
 Progress = Callable[[str, bool], None]  # what the worker is doing; True: a new phase
@@ -208,6 +210,8 @@ class CellRun:
         except ImportError as exc:
             hint = FRAMEWORKS[spec.framework].install_hint(spec.mode)
             raise CellFailed("unsupported", f"{exc}; fix: {hint}") from exc
+        settings, early_inputs, decided = self._x64_from_inputs(framework, settings)
+        environment.update(decided)  # recorded as init applies it
         self.progress("starting the runtime", True)
         effective, times.init_s = timed(lambda: framework.init(settings))
         self.cell.settings = {
@@ -222,13 +226,32 @@ class CellRun:
         }
         self.cell.memory.rss_after_import_bytes = peak_rss_bytes()
         self.progress("making inputs and placing them", True)
-        inputs = self.workload.make_inputs(self.params, self.request.seed)
+        inputs = early_inputs or self.workload.make_inputs(self.params, self.request.seed)
         self.prepared, bound = self._prepare(framework, builder(self.params), inputs, settings)
         measurement = self._measure(self.prepared)
         self._record(framework, measurement)
         self.cell.memory.peak_rss_bytes = peak_rss_bytes()
         self.progress("parity against the reference", True)
         self._check_parity(framework, self.prepared.fn, self.prepared.args, inputs, bound)
+
+    def _x64_from_inputs(
+        self, framework: Framework, settings: RunSettings
+    ) -> tuple[RunSettings, tuple[Any, ...] | None, dict[str, str]]:
+        """The settings with x64 decided from the inputs when the parent left it to them
+        (``Request.x64_from_inputs``) and the stack reads it, the inputs made for that, and
+        the environment variables the decision sets. The inputs are made after the
+        framework's import, whose time stays its own, and before its runtime starts, while
+        JAX still takes the setting."""
+        plain = framework.environment(settings)
+        wide = framework.environment(dataclasses.replace(settings, x64=True))
+        reads_x64 = {name for name, value in wide.items() if plain.get(name) != value}
+        if not self.request.x64_from_inputs or not reads_x64:
+            return settings, None, {}
+        inputs = self.workload.make_inputs(self.params, self.request.seed)
+        wanted = any(str(getattr(x, "dtype", "")) in WIDE_DTYPES for x in inputs)
+        chosen = wide if wanted else plain
+        decided = {name: chosen[name] for name in reads_x64}
+        return dataclasses.replace(settings, x64=wanted), inputs, decided
 
     def _prepare(
         self, framework: Framework, built: Any, inputs: tuple[Any, ...], settings: RunSettings
@@ -367,15 +390,35 @@ class CellRun:
             self.cell.status = "ok"
             return
         control = self.workload.control(self.params, inputs) if self.workload.control else None
+        asked = parity.Asked(self.request.rtol, self.request.atol)
         self.cell.parity, reason = parity.check(
-            self.workload, self.params, outputs, reference, computed=computed, control=control
-        )
-        requested, computed = self.cell.parity.requested_dtype, self.cell.parity.computed_dtype
-        if requested and computed and requested != computed:
-            self.cell.warnings.append(f"asked for {requested}, the stack computed {computed}")
+            self.workload, self.params, outputs, reference, computed=computed, control=control,
+            asked=asked,
+        )  # fmt: skip
+        arrays = [x for x in inputs if hasattr(x, "dtype")]
+        narrowed = self._dtype_note(parity.computed_dtype(arrays))
+        if narrowed:
+            self.cell.warnings.append(narrowed)
         if reason:
-            raise CellFailed("mismatch", reason)
+            raise CellFailed("mismatch", f"{reason}; {narrowed}" if narrowed else reason)
         self.cell.status = "ok"
+
+    def _dtype_note(self, inputs_dtype: str) -> str:
+        """When the stack computed another dtype than its dtype parameter asks for or, without
+        one, than its inputs are: what it computed, and the option that changes it. The
+        inputs' dtype becomes the requested one when no parameter names it."""
+        result = self.cell.parity
+        by_parameter = bool(result.requested_dtype)
+        result.requested_dtype = result.requested_dtype or inputs_dtype
+        requested, computed = result.requested_dtype, result.computed_dtype
+        if not requested or not computed or requested == computed:
+            return ""
+        asked = "asked for" if by_parameter else "the inputs are"
+        if self.cell.settings.get("framework", {}).get("x64") is False:
+            fix = "--x64 on computes in 64 bits (JAX computes 32 bits without it)"
+        else:
+            fix = f"the implementation converts: keep its arithmetic in {requested}"
+        return f"{asked} {requested}, the stack computed {computed}: {fix}"
 
 
 def measure(data: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ Commands (``stackwars.commands``) import these modules and nothing below them th
   workers);
 * ``environments``: Python environments of their own for stacks that cannot share this one
   (``stackwars env create``), and their state;
-* ``inprocess``: workloads timed in the caller's process (``stackwars.time``);
+* ``inprocess``: workloads timed in the caller's process (``stackwars.measure``);
 * ``behave``: the probes on every stack, through the same run loop;
 * ``adaptive``: ``--repeat auto`` and ``--second-look``: workers added where the variance is;
 * ``ab``: interleaved A/B sessions (its worker half is ``stackwars.ab_worker``);

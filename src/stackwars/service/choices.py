@@ -65,6 +65,8 @@ class Measure:
     cache_dir: str | None = None  # keep compile caches here across runs (implies warm)
     threads: int | None = None
     x64: str = "auto"
+    rtol: float | None = None  # parity's, replacing the workloads' (RunOptions.rtol)
+    atol: float | None = None
     force: bool = False
     preallocate: bool = False
     memory_fraction: float | None = None  # of the device's memory, for JAX and torch
@@ -115,6 +117,9 @@ def run_options(
         raise UsageError(f"--threads {measure.threads} must be at least 1")
     if measure.jobs < 1:
         raise UsageError(f"--jobs {measure.jobs} must be at least 1")
+    for name, value in (("--rtol", measure.rtol), ("--atol", measure.atol)):
+        if value is not None and not value > 0:
+            raise UsageError(f"{name} {value} must be a positive number, e.g. 1e-8")
     budget = parse_size(measure.memory_budget) if measure.memory_budget else None
     cache, cache_root = _cache(measure, suite)
     device = parse_device(device)
@@ -129,6 +134,8 @@ def run_options(
         cache=cache,
         threads=measure.threads,
         x64=measure.x64,
+        rtol=measure.rtol,
+        atol=measure.atol,
         seed=measure.seed,
         timing=_timing(measure, suite.timing if suite else {}),
         workload_files=tuple(str(Path(p).resolve()) for p in workload_files),

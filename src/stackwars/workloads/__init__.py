@@ -2,7 +2,8 @@
 
 Every module in this package (other than ``base``) defines workloads and calls :func:`register`
 when imported; :func:`registry` imports them all on first use, so adding a workload is adding
-one module. Users add their own from a Python file with :func:`load_workload_file`.
+one module. Users add their own from a Python file with :func:`load_workload_file`; such a file
+loads the modules a project already has (one per framework, say) with :func:`load_module`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pkgutil
 import sys
 import traceback
 from pathlib import Path
+from types import ModuleType
 
 from stackwars.errors import UnknownNameError, WorkloadFileError
 from stackwars.workloads.base import Param, Params, Tolerance, Work, Workload
@@ -25,6 +27,7 @@ __all__ = [
     "Work",
     "Workload",
     "get",
+    "load_module",
     "load_workload_file",
     "register",
     "registry",
@@ -110,3 +113,31 @@ def _import_file(file: Path, path: str) -> None:
         ) from exc
     finally:
         _loading_from = None
+
+
+def load_module(path: str | Path) -> ModuleType:
+    """Import the Python file at ``path`` as the module named after it (``kernels/fast.py``:
+    ``fast``), registered in ``sys.modules`` and imported once per process. Registered, because
+    tools import a function's module again by its name: torch.compile (Dynamo) fails with
+    ``ModuleNotFoundError`` on a module loaded from a path that ``sys.modules`` does not hold.
+    A name another module holds already is refused, naming both files."""
+    file = Path(path).resolve()
+    held = sys.modules.get(file.stem)
+    if held is not None:
+        if Path(getattr(held, "__file__", "") or "").resolve() == file:
+            return held
+        raise WorkloadFileError(
+            f"module {path} would be named {file.stem!r}, which {held.__name__} from "
+            f"{getattr(held, '__file__', 'a built-in')} already is; rename the file"
+        )
+    spec = importlib.util.spec_from_file_location(file.stem, file)
+    if not file.is_file() or spec is None or spec.loader is None:
+        raise WorkloadFileError(f"module {path} is not a Python file; give the path of a .py file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[file.stem] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[file.stem]  # a later attempt imports it afresh, not half-loaded
+        raise
+    return module

@@ -45,7 +45,25 @@ DTYPE_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2}
 
 # Relative tolerance by the dtype a stack computed in, scaled per workload by a factor that
 # reflects accumulation depth (e.g. sqrt(k) for a length-k dot product).
-BASE_RTOL = {"float64": 1e-12, "float32": 2e-6, "bfloat16": 2e-2, "float16": 2e-3}
+#
+# float64, from rounding analysis: every operation rounds its exact result by a relative
+# u = 2**-53 (1.1e-16) at most, so an expression of n operations is within about kappa * n * u
+# of the exact value (Higham, Accuracy and Stability of Numerical Algorithms, ch. 3), kappa
+# being its condition number (cancellation between terms, a denominator near zero). Two
+# correct implementations (other operation orders, fused multiply-adds, transcendental
+# functions a few ulp apart) may each be that far off. The default admits kappa * n up to 1e8:
+# a long elementwise expression (n ~ 1e3 operations) with moderate cancellation (kappa ~ 1e5),
+# rtol = 1e8 * u ~ 1e-8. It still tells a float64 result from one that went through float32
+# anywhere (rounding to float32 alone errs by up to 6e-8, twice rtol * (RMS + |ref|) for an
+# element of typical size) and from a wrong formula (docs/methodology.md, "Parity").
+FLOAT64_CONDITION_TIMES_OPERATIONS = 1e8
+FLOAT64_UNIT_ROUNDOFF = 2.0**-53
+BASE_RTOL = {
+    "float64": FLOAT64_CONDITION_TIMES_OPERATIONS * FLOAT64_UNIT_ROUNDOFF,
+    "float32": 2e-6,
+    "bfloat16": 2e-2,
+    "float16": 2e-3,
+}
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,6 @@ from stackwars.results.crossover import find_sweeps
 from stackwars.results.history import Point, series_by_params, with_steps
 from stackwars.results.peak import Peak
 from stackwars.results.run import Run, displayed_status
-from stackwars.results.schema import Cell
 
 # (id, heading): the report's sections in order; both renderers and the tests use these ids.
 SECTIONS = (
@@ -137,7 +136,7 @@ def build_report(inputs: ReportInputs) -> Report:
         sweeps=tuple(sweeps),
         explained=explained_groups(groups),
         comparisons=tuple(comparison_views(inputs)),
-        history=tuple(history_views(runs, merged, inputs.threshold)),
+        history=tuple(history_views(runs, inputs.threshold)),
         ir=tuple(ir_cells(runs, inputs.captures)),
         manifests=tuple(manifest(run) for run in runs),
         warnings=tuple(warnings_of(runs, merged, inputs.run_warnings)),
@@ -174,14 +173,13 @@ def comparison_views(inputs: ReportInputs) -> list[ComparisonView]:
     ]
 
 
-def history_views(
-    runs: Sequence[Run], merged: Mapping[str, Sequence[Cell]], threshold: float
-) -> list[HistoryView]:
+def history_views(runs: Sequence[Run], threshold: float) -> list[HistoryView]:
     """Each cell over the runs, in the order given, with its step changes (three runs or
     more: two runs are a comparison)."""
     if len(runs) < HISTORY_MIN_RUNS:
         return []
-    rows = [(run.id, run.started, cell) for run in runs for cell in merged[run.id]]
+    # Every worker of every run: a step is judged across a run's workers (results/history.py).
+    rows = [(run.id, run.started, cell) for run in runs for cell in run.cells]
     machines = {run.id: str(run.identity.get("fingerprint", "")) for run in runs}
     return [
         HistoryView(title, tuple(with_steps(series, threshold)))

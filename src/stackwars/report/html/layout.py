@@ -11,6 +11,7 @@ from stackwars.claims.verdict import FAILS
 from stackwars.report.claims import COLUMNS as CLAIM_COLUMNS
 from stackwars.report.claims import claim_rows, verdict_counts
 from stackwars.report.comparison import comparison_notes, measured_texts
+from stackwars.report.history import history_note, point_texts
 from stackwars.report.html.data import SECTIONS, ComparisonView, HistoryView, Report
 from stackwars.report.html.explain import EXPLAIN_MIN_SPREAD, Explained
 from stackwars.report.html.explain import NOTE as EXPLAIN_NOTE
@@ -19,7 +20,7 @@ from stackwars.report.html.ir import DIFF_STAGE, IrCell
 from stackwars.report.html.profiles import EMPTY as PROFILES_EMPTY
 from stackwars.report.html.provenance import MANIFEST_COLUMNS, RunManifest
 from stackwars.report.profile import ADDS_UP_CAPTION, OPERATION_COLUMNS
-from stackwars.report.table import format_seconds, format_steady
+from stackwars.report.table import format_seconds
 from stackwars.results.comparison import ComparisonRow, Gate
 
 TIMES = "\N{MULTIPLICATION SIGN}"
@@ -319,19 +320,11 @@ def _history(report: Report) -> list[Block]:
 
 
 def _history_view(view: HistoryView) -> list[Block]:
-    columns = ("Run", "Started", "Status", "Steady median", "First run", "Step")
-    rows = tuple(
-        (
-            point.run_id,
-            point.started,
-            point.cell.status,
-            format_steady(point.cell) if point.cell.status == "ok" else "",
-            format_seconds(point.cell.times.first_run_s),
-            f"STEP: {point.step.describe()}" if point.step else "",
-        )
-        for point in view.points
-    )
-    return [Heading(view.title), TableBlock(columns, rows, wide=frozenset({5}))]
+    columns = ("Run", "Started", "Status", "Workers", "Steady median", "First run", "Step")
+    rows = tuple(point_texts(point) for point in view.points)
+    note = history_note(list(view.points))
+    table = TableBlock(columns, rows, wide=frozenset({6}))
+    return [Heading(view.title), table, *([Bullets((note,))] if note else [])]
 
 
 def _ir(report: Report) -> list[Block]:
