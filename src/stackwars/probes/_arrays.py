@@ -9,9 +9,12 @@ from typing import Any
 
 from stackwars.frameworks import FRAMEWORKS
 
-# The frameworks a probe written once for all covers: every registered one that is not a layer
-# over another (the Keras stacks run Keras code, which no probe has), read from the registry.
-NATIVE_FRAMEWORKS = tuple(name for name, info in FRAMEWORKS.items() if info.runs_on is None)
+# The frameworks a probe written once for all covers: the code of every registered one that is
+# not a layer over another (the Keras stacks run Keras code, which no probe has; torch-xla runs
+# torch's), read from the registry.
+NATIVE_FRAMEWORKS = tuple(
+    dict.fromkeys(info.code_key for info in FRAMEWORKS.values() if info.runs_on is None)
+)
 
 
 def small(dtype: str = "float32") -> Any:
