@@ -30,6 +30,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import USER_ENVIRONMENTS
+from stackwars.frameworks import environments
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 STACKWARS = str(Path(sys.executable).with_name("stackwars"))
 REGRESSED = Path(__file__).resolve().parents[1] / "benchmarks" / "power" / "regressed_gemm.py"
@@ -57,6 +60,7 @@ INSTALL_AND_RUN = (
 )
 INSTALL_AND_TEST = (
     "python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e '.[all,dev]' "
+    "&& .venv/bin/stackwars env create torch-xla "
     '&& .venv/bin/python -m pytest -n 2 -m "not serial" && .venv/bin/python -m pytest -m serial'
 )
 KERNELS = (
@@ -74,6 +78,13 @@ AS_RUN: dict[str, list[list[str]] | None] = {
         ["run", "--suite", "numpy-vs-jax", "--param", "n=32", *SMALL]
     ],
     "stackwars run --suite stack-wars-ops": [["run", "--suite", "stack-wars-ops", *OPS, *SMALL]],
+    # The user's environment (tests/conftest.py): made by the README's test command before the
+    # tests, so here it is found ready.
+    "stackwars env create torch-xla": [["env", "create", "torch-xla"]],
+    "stackwars run --suite stack-wars-ops --stacks jax:jit,torch:xla,torch:compile,"
+    "torch-xla:lazy": [
+        ["run", "--suite", "stack-wars-ops", *OPS, "--stacks", "jax:jit,torch-xla:lazy", *FAST]
+    ],
     "stackwars run --suite compile-cache": [["run", "--suite", "compile-cache", *OPS, *SMALL]],
     "stackwars run --suite models": [
         ["run", "--suite", "models", "--param", "scale=tiny", "--stacks", "numpy", *FAST]
@@ -523,7 +534,12 @@ def readme_commands() -> list[str]:
 
 
 def environment(folder: Path) -> dict[str, str]:
-    return {**os.environ, "STACKWARS_DB": str(folder / "stackwars.sqlite")}
+    """A user's: the store in ``folder``, the environments of their own the user made."""
+    return {
+        **os.environ,
+        "STACKWARS_DB": str(folder / "stackwars.sqlite"),
+        environments.ROOT_VARIABLE: USER_ENVIRONMENTS,
+    }
 
 
 def stackwars(argv: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
