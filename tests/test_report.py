@@ -333,7 +333,7 @@ def test_show_details_lists_the_signals_the_tables_leave_out() -> None:
     cell.times.import_s, cell.times.dispatch_s = 0.8, 2e-6
     cell.first_run_breakdown = {"trace_s": 0.01, "compile_s": 0.2}
     cell.cpu.page_faults_per_call = 12.5
-    cell.compiles.first_run, cell.compiles.steady = 1, 0
+    cell.compiles.first_run, cell.compiles.second_run, cell.compiles.steady = 1, 1, 0
     cell.settings = {
         "run": {"threads": None, "preallocate": False},
         "framework": {"preallocate": None},  # as jax reports it on a CPU
@@ -343,7 +343,7 @@ def test_show_details_lists_the_signals_the_tables_leave_out() -> None:
     (row,) = signal_rows([cell, failed])
     assert row[1] == "jax:jit" and row[2] == "800 ms" and row[7] == "2.00 µs"
     assert row[6] == "trace 10.0 ms · compile 200 ms"
-    assert row[10] == "12.5" and row[11] == "1/0"
+    assert row[10] == "12.5" and row[11] == "1/1/0"
     assert row[-1] == "threads default; prealloc n/a; openblas ×2 Haswell"
     # A framework that does not report it (numpy): what the run asked for.
     cell.settings = {"run": {"threads": 2, "preallocate": True}}

@@ -14,12 +14,19 @@ COLUMNS = (
     "Cell",
     "Stack",
     "First run",
+    "Second run",
+    "Compiles 1st/2nd/steady",
+    "Graphs a call",
     "Phases of the first run",
     "Warm-cache first run",
     "Speed-up vs eager",
     "Break-even calls",
 )
 NOTES = (
+    "Compiles 1st/2nd/steady: compilations the framework counted in the first run, the second "
+    "run and steady state (a second-run compile: the second call's program differed, e.g. an "
+    "optimizer state created by the first step); Graphs a call: graphs executed per steady "
+    "call, where the framework counts them (torch_xla)",
     "Phases: what each framework lets us see; a name joined with + is two phases it does "
     "not separate",
     "Break-even calls: from this call on, compile-then-run has cost no more than the "
@@ -37,6 +44,9 @@ def compile_rows(summaries: Sequence[CompileSummary]) -> list[tuple[str, ...]]:
             _cell(summary),
             summary.stack,
             format_seconds(summary.first_run_s),
+            format_seconds(summary.second_run_s),
+            _compiles(summary.compiles),
+            "" if summary.graphs_per_call is None else f"{summary.graphs_per_call:.3g}",
             format_phases(summary.first_run_breakdown),
             _warm(summary),
             _speed_up(summary.speed_up),
@@ -44,6 +54,14 @@ def compile_rows(summaries: Sequence[CompileSummary]) -> list[tuple[str, ...]]:
         )
         for summary in summaries
     ]
+
+
+def _compiles(compiles: dict[str, int | None]) -> str:
+    """``1/1/0``: compilations in the first run, the second run and steady state."""
+    if not compiles:
+        return ""
+    phases = ("first_run", "second_run", "steady")
+    return "/".join("?" if compiles.get(name) is None else str(compiles[name]) for name in phases)
 
 
 def _cell(summary: CompileSummary) -> str:
@@ -97,9 +115,12 @@ def _break_even(summary: CompileSummary) -> str:
 
 
 def shown_columns(summaries: Sequence[CompileSummary]) -> list[int]:
-    """Column indices to draw: the warm-cache column only when a warm start was measured."""
+    """Column indices to draw: the warm-cache column only when a warm start was measured, the
+    graphs column only when a framework counted its graphs."""
     warm = any(summary.warm_status for summary in summaries)
-    return [i for i, name in enumerate(COLUMNS) if warm or name != "Warm-cache first run"]
+    graphs = any(summary.graphs_per_call is not None for summary in summaries)
+    hidden = {"Warm-cache first run": not warm, "Graphs a call": not graphs}
+    return [i for i, name in enumerate(COLUMNS) if not hidden.get(name, False)]
 
 
 def compile_table(summaries: Sequence[CompileSummary]) -> RichTable:

@@ -28,7 +28,7 @@ COLUMNS = (
     "User CPU/call",
     "System CPU/call",
     "Page faults/call",
-    "Compiles first/steady",
+    "Compiles 1st/2nd/steady",
     "Memory after import",
     "Predicted peak",
     "Device peak (reserved / limit)",
@@ -42,7 +42,7 @@ def signal_rows(cells: Iterable[Cell]) -> list[tuple[str, ...]]:
 
 
 def _row(cell: Cell) -> tuple[str, ...]:
-    times, cpu, memory = cell.times, cell.cpu, cell.memory
+    times, cpu, memory, c = cell.times, cell.cpu, cell.memory, cell.compiles
     params = ", ".join(f"{key}={value}" for key, value in cell.params.items())
     return (
         f"{cell.workload}({params})",
@@ -56,7 +56,7 @@ def _row(cell: Cell) -> tuple[str, ...]:
         format_seconds(cpu.user_s_per_call),
         format_seconds(cpu.sys_s_per_call),
         "" if cpu.page_faults_per_call is None else f"{cpu.page_faults_per_call:.3g}",
-        f"{_count(cell.compiles.first_run)}/{_count(cell.compiles.steady)}",
+        "/".join(map(_count, (c.first_run, c.second_run, c.steady))),
         format_bytes(memory.rss_after_import_bytes),
         format_bytes(memory.predicted_bytes),
         format_device_memory(cell),
@@ -90,8 +90,8 @@ def signals_table(cells: Iterable[Cell]) -> RichTable:
         title="Signals per cell (show --details)",
         title_justify="left",
         title_style="bold",
-        caption="Per call: over the steady phase. Compiles: during the first run / during "
-        "steady state. Memory after import: before any data.",
+        caption="Per call: over the steady phase. Compiles: during the first run / the second "
+        "run / steady state. Memory after import: before any data.",
         caption_justify="left",
     )
     for name in COLUMNS:

@@ -55,6 +55,14 @@ class CompileSummary:
     warm_first_run_breakdown: dict[str, float] = field(default_factory=dict)
     warm_status: str | None = None
     warm_reason: str = ""
+    second_run_s: float | None = None
+    # Compilations during the first run, the second run and steady state (the framework's
+    # own count: XLA executables, Dynamo graphs, torch_xla's uncached graph compiles).
+    compiles: dict[str, int | None] = field(default_factory=dict)
+    # Graphs the framework executed per steady call, where it counts them (torch_xla's lazy
+    # tensors cut one graph a step; a program with a CPU fallback runs several); None: not
+    # counted.
+    graphs_per_call: float | None = None
 
 
 def compile_summaries(cells: Iterable[Cell]) -> list[CompileSummary]:
@@ -115,6 +123,13 @@ def _summary(
         warm_first_run_breakdown=dict(warm.first_run_breakdown),
         warm_status=warm.status,
         warm_reason=warm.reason,
+        second_run_s=cell.times.second_run_s,
+        compiles={
+            "first_run": cell.compiles.first_run,
+            "second_run": cell.compiles.second_run,
+            "steady": cell.compiles.steady,
+        },
+        graphs_per_call=graphs_per_call(cell),
     )
     eager = merged.get(_eager_key(cell))
     if _mode(cell) == "eager" or eager is None:
@@ -126,6 +141,15 @@ def _summary(
     return dataclasses.replace(
         summary, eager_stack=eager.stack, speed_up=speed_up, break_even_calls=break_even, note=note
     )
+
+
+def graphs_per_call(cell: Cell) -> float | None:
+    """Graphs executed per steady call, from the framework's counters; None where it keeps
+    no such count."""
+    steady = cell.counters.get("steady", {})
+    if "graphs_executed" not in steady or not steady.get("calls"):
+        return None
+    return steady["graphs_executed"] / steady["calls"]
 
 
 def _bounds(cell: Cell) -> tuple[float, float, float] | None:

@@ -79,6 +79,7 @@ def bind(cell: ModelCell, inputs: tuple[Any, ...], to_device: ToDevice, mode: st
 
         host = lambda out: [_to_host(t) for t in flatten(out)]  # noqa: E731
         return Bound(fn=infer, args=(x,), host_outputs=host, computed_dtype=cell.dtype)
+
     def placed_again() -> dict[str, Any]:
         # The canonical weights placed anew: torch_xla may have donated the first placement's
         # buffers to the parameters' in-place updates, so those can no longer be read.
