@@ -371,3 +371,25 @@ def test_a_text_parameter_that_varies_is_shown_as_variants_with_speed_ups() -> N
     jit, numpy = variant_rows(variants)
     assert jit == ("jax:jit", "4.00 ms", "1.00 ms", "500 µs", f"4{X}", f"8{X}")
     assert numpy == ("numpy:eager", "2.00 ms", "", "1.00 ms", "", f"2{X}")
+
+
+def test_what_compiling_buys_shows_a_second_run_compile_and_graphs_a_call() -> None:
+    """Seed 001's "two runs to steady state" and "smaller graphs" as columns: a torch_xla train
+    step that compiled again in its second run and ran two graphs a call, beside a stack that
+    counts no graphs."""
+    from stackwars.report.compile import COLUMNS, compile_rows, shown_columns
+    from stackwars.results.compile import compile_summaries
+
+    lazy = make_cell("torch-xla:lazy")
+    lazy.compiles.first_run, lazy.compiles.second_run, lazy.compiles.steady = 1, 1, 0
+    lazy.counters = {"steady": {"graphs_executed": 40.0, "calls": 20.0}}
+    jitted = make_cell("jax:jit")
+    jitted.compiles.first_run, jitted.compiles.second_run, jitted.compiles.steady = 1, 0, 0
+    summaries = compile_summaries([lazy, jitted])
+    rows = {row[1]: dict(zip(COLUMNS, row, strict=True)) for row in compile_rows(summaries)}
+    assert rows["torch-xla:lazy"]["Compiles 1st/2nd/steady"] == "1/1/0"
+    assert rows["torch-xla:lazy"]["Graphs a call"] == "2"
+    assert rows["jax:jit"]["Compiles 1st/2nd/steady"] == "1/0/0"
+    assert rows["jax:jit"]["Graphs a call"] == ""
+    assert "Graphs a call" in [COLUMNS[i] for i in shown_columns(summaries)]
+    assert "Graphs a call" not in [COLUMNS[i] for i in shown_columns(summaries[1:])]
