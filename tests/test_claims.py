@@ -354,13 +354,18 @@ def test_the_builtin_plan_shares_cells_and_says_what_cannot_run_here() -> None:
     prepared = claimcheck.prepare(claims, api.Measure(repeat=3), accelerators=set())
     keys = [cell.spec.key() for cell in prepared.planned.cells]
     assert len(keys) == 3 * len(set(keys))  # each needed cell once per round
-    gpt2 = [key for key in set(keys) if key[0] == "gpt2-small"]
-    assert len(gpt2) == 2  # read by seven claims
+    gpt2 = {(key[1], key[2]) for key in set(keys) if key[0] == "gpt2-small"}
+    infer, train = (f"batch=2,dtype=float32,scale=full,seq=64,task={t}" for t in ("infer", "train"))
+    # Read by nine claims; the torch-xla:lazy train step is not: the tests hide the user's
+    # environments, so its environment is missing here.
+    assert gpt2 == {(infer, "jax:jit"), (infer, "torch:xla"), (train, "jax:jit")}
     unavailable = prepared.unavailable
     assert "needs a TPU" in unavailable["seed000-tpu-vs-cpu-156x"]
     assert "needs a GPU" in unavailable["seed000-gpu-27x"]
     assert "this machine has none" in unavailable["seed002-pmap-speed"]
-    assert not any(key.startswith("seed001") for key in unavailable)
+    missing = {key for key in unavailable if key.startswith("seed001")}
+    assert missing == {key for key in missing if "torch-xla" in key} and missing
+    assert all("stackwars env create torch-xla" in unavailable[key] for key in missing)
     assert {spec.stack for spec in prepared.ir} == {"jax:jit", "torch:xla"}
 
 
@@ -505,3 +510,24 @@ def test_claims_travel_with_an_exported_run(tmp_path: Path) -> None:
     run.write_json(tmp_path / "run.json")
     api.import_run(tmp_path / "run.json", str(tmp_path / "other.sqlite"))
     assert Store(tmp_path / "other.sqlite").load_run("r1").claims == run.claims
+
+
+def test_second_run_compiles_and_graphs_per_call_are_counted_from_every_worker() -> None:
+    """Seed 001's "two runs to steady" and "multiple smaller graphs" as counts read from the
+    framework's own numbers in each worker's cell."""
+    compiles = parse_line("torch-xla:lazy second-run-compiles >= 1 on gemm n=8")
+    graphs = parse_line("torch-xla:lazy graphs-per-call >= 2 on gemm n=8")
+    (spec,) = claimcheck.cells_of(compiles)
+    workers = []
+    for repeat, (second, executed) in enumerate([(1, 20.0), (1, 10.0), (2, 10.0)]):
+        worker = cell("torch-xla:lazy", 1e-3, repeat, spec.params)
+        worker.workload = "gemm"
+        worker.compiles.second_run = second
+        worker.counters = {"steady": {"graphs_executed": executed, "calls": 10.0}}
+        workers.append(worker)
+    held = claimcheck.judge(compiles, workers, {})
+    assert held.verdict == HOLDS and held.unit == "compiles"
+    split = claimcheck.judge(graphs, workers, {})  # one worker of three ran two graphs a call
+    assert split.verdict != HOLDS and split.unit == "graphs"
+    uncounted = [dataclasses.replace(w, counters={}) for w in workers]
+    assert claimcheck.judge(graphs, uncounted, {}).verdict == INCONCLUSIVE

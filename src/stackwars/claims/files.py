@@ -55,7 +55,8 @@ FORMAT_HELP = """\
 A claim names the cells a sentence is about, the statistic and the relation it asserts:
   statistics  steady (median per call; the default), first-run, memory (peak): compared as
               a factor, baseline / subject (above 1x the subject is faster or smaller);
-              runs-to-steady, ir-lines (StableHLO lines): the subject alone;
+              runs-to-steady, second-run-compiles, graphs-per-call (torch_xla),
+              ir-lines (StableHLO lines): the subject alone;
               crossover: the swept value above which the subject stays faster
   relations   faster, slower, less, more, >= 6x, <= 0.5x, ~ within 10% (1/1.1 to 1.1),
               ~ 8.2x within 10%, in 1.2x..4.5x; for counts and crossovers >= 2, <= 1,

@@ -3,8 +3,10 @@ it asserts (``Claim``), with the checks both written forms share: claim files in
 (``files.py``, where the format and its version are) and the one-line form (``line.py``).
 
 Statistics: steady (median per call), first-run and memory (peak) compare two sides as a
-factor, baseline / subject, so that above 1× the subject is faster or smaller; runs-to-steady
-and ir-lines (lines of StableHLO) are the subject's alone; a crossover sweeps one parameter and
+factor, baseline / subject, so that above 1× the subject is faster or smaller; runs-to-steady,
+second-run-compiles (compilations the framework counted in the second run), graphs-per-call
+(graphs executed per steady call, where the framework counts them: torch_xla) and ir-lines
+(lines of StableHLO) are the subject's alone; a crossover sweeps one parameter and
 is the value above which the subject stays faster. A relation is the closed range the claim
 puts that value in (``Relation``).
 """
@@ -30,6 +32,8 @@ STATISTICS = {
     "first-run": FACTOR,
     "memory": FACTOR,
     "runs-to-steady": COUNT,
+    "second-run-compiles": COUNT,
+    "graphs-per-call": COUNT,
     "ir-lines": COUNT,
     "crossover": CROSSOVER,
 }

@@ -37,6 +37,7 @@ from stackwars.ir.analyse import analyse
 from stackwars.ir.capture import stages
 from stackwars.ir.normalise import normalise
 from stackwars.results import metadata
+from stackwars.results.compile import graphs_per_call
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell
 from stackwars.results.store import Store
@@ -257,7 +258,7 @@ def judge(
         for cell in cells:
             workers.setdefault(cell.key(), []).append(cell)
         judgement = _problem(specs, workers) or _measured(claim, specs, workers)
-    unit = {"runs-to-steady": "runs", "ir-lines": "lines"}.get(claim.statistic, "x")
+    unit = UNITS.get(claim.statistic, "x")
     return ClaimResult(
         id=claim.id,
         statement=to_line(claim),
@@ -295,14 +296,30 @@ def _problem(specs: Sequence[CellSpec], workers: Mapping[Key, list[Cell]]) -> Ju
     return None
 
 
+# What a count statistic reads from each worker's cell (None: the cell does not say).
+COUNTED: dict[str, Callable[[Cell], float | None]] = {
+    "runs-to-steady": lambda cell: cell.runs_to_steady,
+    "second-run-compiles": lambda cell: cell.compiles.second_run,
+    "graphs-per-call": graphs_per_call,
+}
+
+
+UNITS = {
+    "runs-to-steady": "runs",
+    "second-run-compiles": "compiles",
+    "graphs-per-call": "graphs",
+    "ir-lines": "lines",
+}
+
+
 def _measured(
     claim: Claim, specs: Sequence[CellSpec], workers: Mapping[Key, list[Cell]]
 ) -> Judgement:
     sides = claim.sides()
     if claim.kind == COUNT:
-        counts = [cell.runs_to_steady for cell in workers[specs[0].key()]]
+        counts = [COUNTED[claim.statistic](cell) for cell in workers[specs[0].key()]]
         if any(count is None for count in counts):
-            return Judgement(INCONCLUSIVE, reason=f"{specs[0].label()}: no runs to steady")
+            return Judgement(INCONCLUSIVE, reason=f"{specs[0].label()}: no {claim.statistic}")
         return judge_count([float(count or 0) for count in counts], claim.relation)
     try:
         if claim.kind == CROSSOVER:
