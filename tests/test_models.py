@@ -215,12 +215,6 @@ def test_memory_prediction_is_within_a_factor_of_two_of_the_measured_peak(
     assert 0.5 < predicted / measured < 2.0, (predicted, measured)
 
 
-def test_torch_xla_training_is_unsupported_with_the_reason_before_any_worker() -> None:
-    # Inference on torch:xla runs every model: tests/test_torch_xla.py, in workers.
-    (planned,) = plan.plan([model_spec("gpt2-small", "torch:xla", task="train")], 4 * GIB)
-    assert planned.skip_status == "unsupported" and "torch autograd" in planned.skip_reason
-
-
 def test_param_overrides_a_suite_for_the_workloads_that_have_it() -> None:
     from stackwars.errors import ParameterError
     from stackwars.suites import get_suite

@@ -225,11 +225,6 @@ def unsupported_reason(params: Mapping[str, Any], framework: str, mode: str) -> 
         return "NumPy has no autodiff, so the numpy stack runs task=infer only"
     if framework == "numpy" and params["dtype"] != "float32":
         return f"NumPy has no {params['dtype']}; the numpy stack runs float32"
-    if (framework, mode) == ("torch", "xla") and params["task"] == "train":
-        return (
-            "torch:xla trains only through jax.grad of a functional model (torchax.train); "
-            "torch autograd cannot run inside torchax's jax_jit, so stackwars does not time it"
-        )
     return ""
 
 

@@ -6,7 +6,8 @@ the weights in the module, on the device the inputs were placed on, and time ``m
 ``torch.optim.AdamW.step()``. torch:xla runs the same module through torchax, whose ``jax_jit``
 would bake closed-over weights into the program as constants, so there the weights are
 arguments: ``torch.func.functional_call(model, state, (x,))``, as torchax's own module wrapper
-does. Training on torch:xla is unsupported (see ``adapter.unsupported_reason``).
+does; it trains as torchax's ``train.make_train_step`` does (JAX's autodiff of the torch loss,
+optax's AdamW), since torch's autograd cannot run inside torchax.
 """
 
 from __future__ import annotations
@@ -151,6 +152,10 @@ def _bind_xla(cell: ModelCell, inputs: tuple[Any, ...], to_device: ToDevice) -> 
     if cell.spec.inputs == "images" and jax_dtype != jnp.float32:
         x = interop.torch_view(interop.jax_view(x).astype(jax_dtype))
 
+    if cell.train:
+        (labels,) = to_device([rest[1].numpy()])
+        return _bind_xla_train(cell, model, state, x, labels)
+
     def infer(state: dict[str, Any], x: Any) -> Any:
         return torch.func.functional_call(model, state, (x,))
 
@@ -158,3 +163,65 @@ def _bind_xla(cell: ModelCell, inputs: tuple[Any, ...], to_device: ToDevice) -> 
         return [np.asarray(interop.jax_view(t).astype(jnp.float32)) for t in flatten(out)]
 
     return Bound(fn=infer, args=(state, x), host_outputs=host_outputs, computed_dtype=cell.dtype)
+
+
+class _Loss(torch.nn.Module):
+    """The model's loss as a module's forward, so that ``functional_call`` can run it."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: Any, labels: Any) -> Any:
+        return self.model.loss(x, labels)
+
+
+def _bind_xla_train(
+    cell: ModelCell, model: Any, state: dict[str, Any], x: Any, labels: Any
+) -> Bound:
+    """One AdamW step as torchax trains (its ``train.make_train_step``): JAX's autodiff of the
+    torch loss (``interop.jax_value_and_grad``), then optax's AdamW, on the weights as
+    arguments; torch's own autograd cannot run inside torchax."""
+    import optax
+    import torchax
+    from torchax import interop
+
+    wrapped = _Loss(model).train()
+    names = [name for name, _ in model.named_parameters()]
+    weights = {name: state[name] for name in names}
+    buffers = {name: tensor for name, tensor in state.items() if name not in weights}
+    optimizer = optax.adamw(
+        optim.LR, b1=optim.BETA_1, b2=optim.BETA_2, eps=optim.EPS, weight_decay=optim.WEIGHT_DECAY
+    )
+    environment = torchax.default_env()
+
+    def loss(weights: Any, buffers: Any, x: Any, labels: Any) -> Any:
+        with environment:
+            named = {f"model.{name}": t for name, t in {**weights, **buffers}.items()}
+            return torch.func.functional_call(wrapped, named, (x, labels))
+
+    value_and_grad = interop.jax_value_and_grad(loss)
+
+    def train_step(weights: Any, buffers: Any, opt_state: Any, x: Any, labels: Any) -> Any:
+        value, grads = value_and_grad(weights, buffers, x, labels)
+        updated: Any = interop.call_jax(optimizer.update, grads, opt_state, weights)
+        updates, opt_state = updated
+        return value, interop.call_jax(optax.apply_updates, weights, updates), opt_state
+
+    def host_outputs(out: Any) -> list[np.ndarray]:
+        # The new weights loaded into the host module, read back in the canonical order.
+        value, new_weights = out[0], out[1]
+        family = cell.family_module()
+        host = {
+            name: torch.from_numpy(np.asarray(interop.jax_view(t)))
+            for name, t in new_weights.items()
+        }
+        model.load_state_dict(host, strict=False)
+        return [
+            np.asarray(interop.jax_view(value)),
+            *(_to_host(w) for w in family.canonical_params(model).values()),
+        ]
+
+    opt_state = optimizer.init(interop.jax_view(weights))
+    args = (weights, buffers, opt_state, x, labels)
+    return Bound(fn=train_step, args=args, host_outputs=host_outputs, computed_dtype=cell.dtype)
