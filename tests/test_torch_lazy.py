@@ -103,3 +103,14 @@ def test_its_stablehlo_is_compared_with_jax(
     captured = {path.name for path in out.rglob("*torch-xla*")}
     assert any("stablehlo" in name for name in captured), captured
     assert any("lazy_ir" in name for name in captured), captured
+
+
+@pytest.mark.usefixtures("torch_xla_environment")
+def test_torch_xlas_profiler_sees_its_xla_operations(tmp_path: Path) -> None:
+    out = tmp_path / "profile.json"
+    argv = ["profile", "--workload", "gemm", "--param", "n=128", "--stacks", "torch-xla:lazy"]
+    assert main([*argv, "--out", str(tmp_path / "p"), "--json", str(out)]) == 0
+    (found,) = json.loads(out.read_text(encoding="utf-8"))["profiles"]
+    assert found["status"] == "ok", found["reason"]
+    assert found["ops"], "the XLA operations the graph executed"
+    assert "which torch operator" in found["blind_spots"]

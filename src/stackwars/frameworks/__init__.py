@@ -50,11 +50,15 @@ TORCH_LAZY_IR = IrCapture(
     stages=("lazy_ir", "stablehlo", "hlo"),
     capturer="stackwars.ir.capture_torch_xla:capture_lazy",
 )
-TORCH_LAZY_NO_PROFILER = (
-    "torch_xla's profiler is a server (torch_xla.debug.profiler.start_server) traced from "
-    "another process over gRPC into TensorBoard's format; stackwars does not drive it yet. "
-    "Per cell, torch_xla's own metrics (graphs compiled and executed, compile and execute "
-    "time, transfers) are in the cell's settings.xla_metrics"
+TORCH_LAZY_PROFILER = Profiler(
+    profiler="stackwars.profiling.profile_torch_xla:profile_calls",
+    blind_spots=(
+        "torch_xla's profiler records the XLA operations each graph executes and torch_xla's "
+        "own host events (lazy tracing, the step marker, transfers); not which torch operator "
+        "an XLA operation came from (torch_xla's graph is lowered whole), nor what happens "
+        "inside one XLA operation. Per cell, torch_xla's metrics (graphs compiled and "
+        "executed, compile and execute time, transfers) are the cell's counters"
+    ),
 )
 # The frameworks' own profilers (stackwars profile), and what each cannot see.
 _XLA_BLIND = (
@@ -263,7 +267,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             distributions=("torch_xla", "torch"),
             environment_prefixes=("PJRT_", "XLA_", "TORCH", "PYTORCH_"),
             ir_capture={"lazy": TORCH_LAZY_IR},
-            no_profiler=TORCH_LAZY_NO_PROFILER,
+            profilers={"lazy": TORCH_LAZY_PROFILER},
             runs_code_of="torch",
             environment="torch-xla",
         ),
