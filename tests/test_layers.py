@@ -11,6 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "stackwars"
 # its own subpackage. The package's __init__ (the public facade) may re-export any layer.
 LAYERS = {
     "errors": 0,
+    "version": 0,
     "frameworks": 1,
     "timing": 1,
     "config": 2,
@@ -152,4 +153,22 @@ def test_commands_use_only_the_service_layers_public_modules() -> None:
             else:
                 continue
             found += [f"commands/{path.name} imports {name}" for name in names - PUBLIC_SERVICE]
+    assert found == []
+
+
+def test_nothing_inside_imports_the_package_root() -> None:
+    """The root imports every layer (its public facade), so a module that imports the root
+    closes a cycle through it; the version comes from stackwars/version.py."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            bare = isinstance(node, ast.Import) and any(a.name == "stackwars" for a in node.names)
+            names = node.names if isinstance(node, ast.ImportFrom) else []
+            rooted = isinstance(node, ast.ImportFrom) and node.module == "stackwars"
+            attributes = [a.name for a in names if not (PACKAGE / a.name).exists()]
+            attributes = [name for name in attributes if not (PACKAGE / f"{name}.py").exists()]
+            if bare or (rooted and attributes):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert found == []

@@ -15,10 +15,8 @@ from stackwars.results.frame import results_frame
 from stackwars.results.run import Run
 from stackwars.results.schema import SCHEMA_VERSION, Cell
 from stackwars.suites import Suite, SuiteEntry, register_suite
+from stackwars.version import __version__
 from stackwars.workloads import Param, Work, Workload, load_workload_file, register, registry
-
-# The one place the version is written: pyproject.toml reads it (tool.setuptools.dynamic).
-__version__ = "0.1.0"
 
 if TYPE_CHECKING:  # for type checkers; at run time __getattr__ loads them on first use
     from stackwars.service.api import Measure, Selection, compare, history, run

@@ -16,14 +16,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from stackwars.runner.child import serve
+from stackwars.version import __version__
 
 KIND = "side"
 
 
 def handle(request: Mapping[str, Any]) -> dict[str, Any]:
-    import stackwars
-
-    version = stackwars.__version__
+    version = __version__
     argv = list(request["argv"])
     if not argv:
         return {"version": version, "exit": 0}

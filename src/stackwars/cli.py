@@ -13,8 +13,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from stackwars import __version__, commands
+from stackwars import commands
 from stackwars.errors import UsageError
+from stackwars.version import __version__
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130

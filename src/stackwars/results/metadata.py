@@ -19,8 +19,8 @@ from typing import Any
 
 import psutil
 
-import stackwars
 from stackwars.frameworks import FRAMEWORKS, installed_version
+from stackwars.version import __version__
 
 CPU_FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "asimd", "sve")
 EXTRA_DISTRIBUTIONS = ("jaxlib", "keras", "flax", "torchax", "ml_dtypes", "psutil", "rich")
@@ -283,7 +283,7 @@ def framework_versions() -> dict[str, str | None]:
     versions = {name: installed_version(name) for name in FRAMEWORKS}
     versions.update({name: _distribution_version(name) for name in EXTRA_DISTRIBUTIONS})
     # The code running, also from a source tree on PYTHONPATH with no distribution installed.
-    versions["stackwars"] = stackwars.__version__
+    versions["stackwars"] = __version__
     return versions
 
 
