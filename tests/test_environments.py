@@ -169,3 +169,26 @@ def test_a_run_in_another_environment_records_what_its_worker_ran_with(tmp_path:
     for cell in cells:
         assert cell["settings"]["versions"]["numpy"].startswith("2.")
         assert cell["settings"]["versions"]["python"] == ".".join(map(str, sys.version_info[:3]))
+
+
+def test_ir_of_a_stack_whose_environment_is_missing_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["ir", "--workload", "gemm", "--param", "n=8", "--stacks", "torch-xla:lazy"]
+    assert main([*argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "stackwars: error: torch-xla:lazy: environment 'torch-xla' is not created; "
+        "fix: stackwars env create torch-xla"
+    ]
+
+
+def test_a_worker_whose_python_is_gone_ends_as_an_error_without_starting(tmp_path: Path) -> None:
+    from stackwars.runner.child import Interpreter, Limits, run_child
+
+    gone = Interpreter(python=str(tmp_path / "venv" / "bin" / "python"))
+    end = run_child("stackwars.runner.worker", "timing", {}, Limits(5, 2**30), interpreter=gone)
+    assert (end.status, end.detail) == (
+        "error",
+        f"the worker's Python {gone.python} does not exist",
+    )

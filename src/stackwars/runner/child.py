@@ -138,9 +138,12 @@ def _run_in(
     }
     request_path.write_text(dump(envelope), encoding="utf-8")
     output_path = folder / "output.txt"
+    argv = how.interpreter.argv(module, request_path, result_path)
+    if not Path(argv[0]).exists() and os.sep in argv[0]:
+        return ChildEnd("error", None, f"the worker's Python {argv[0]} does not exist")
     with output_path.open("wb") as output:
         popen = subprocess.Popen(
-            how.interpreter.argv(module, request_path, result_path),
+            argv,
             env=how.interpreter.env(),
             stdin=subprocess.DEVNULL,
             stdout=output,

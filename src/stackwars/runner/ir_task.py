@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from stackwars.config import RunOptions
+from stackwars.errors import UsageError
 from stackwars.ir.capture import stages
 from stackwars.results import store
 from stackwars.results.run import Run
 from stackwars.runner import session
 from stackwars.runner.child import Limits, run_child
-from stackwars.runner.environments import interpreter_for
+from stackwars.runner.environments import interpreter_for, stack_problem
 from stackwars.runner.protocol import CellSpec
 
 WORKER = "stackwars.runner.ir_worker"
@@ -21,7 +22,13 @@ IR_TIMEOUT_S = 600.0
 
 
 def capture_stack(spec: CellSpec, options: RunOptions, out_dir: Path) -> dict[str, Any]:
-    """Run the IR worker for one stack; its index, or the reason it failed for every stage."""
+    """Run the IR worker for one stack; its index, or the reason it failed for every stage.
+    A stack whose environment of its own is missing or broken is a UsageError naming the fix:
+    the user asked for its IR by name."""
+    if spec.environment:
+        broken = stack_problem(spec.stack)
+        if broken:
+            raise UsageError(f"{spec.stack}: {broken}")
     out_dir = out_dir.resolve()  # the worker runs in its own folder
     with tempfile.TemporaryDirectory(prefix="stackwars-ir-") as scratch:
         request = session.request_for(spec, options, Path(scratch) / "cache")
