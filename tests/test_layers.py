@@ -4,6 +4,7 @@ foundations, with nothing pointing up (read from the import statements of every 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "stackwars"
@@ -172,3 +173,32 @@ def test_nothing_inside_imports_the_package_root() -> None:
             if bare or (rooted and attributes):
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert found == []
+
+
+# Modules named in strings ("module:function"), imported by name in workers: edges the import
+# check above cannot see. The framework registry names each framework's worker-side code (its
+# implementation class, IR capturers, profilers) without importing it: those are the only
+# upward ones allowed, and only into these packages.
+STRING_EDGES_ALLOWED = {"frameworks": {"frameworks", "ir", "profiling"}}
+NAMED_MODULE = re.compile(r"""["'](stackwars\.[a-z_.]+):[A-Za-z_]+["']""")
+
+
+def named_modules() -> dict[str, set[str]]:
+    """Per package, the modules its files name in "module:function" strings."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for module in NAMED_MODULE.findall(path.read_text(encoding="utf-8")):
+            found.setdefault(part_of(path), set()).add(module)
+    return found
+
+
+def test_modules_named_in_strings_exist_and_point_only_where_allowed() -> None:
+    named = named_modules()
+    assert named, "the registry names its workers' code"
+    for part, modules in named.items():
+        targets = {module.split(".")[1] for module in modules}
+        upward = {t for t in targets if LAYERS[t] > LAYERS[part]}
+        assert upward <= STRING_EDGES_ALLOWED.get(part, set()), (part, upward)
+        for module in modules:
+            relative = Path(*module.split(".")[1:])
+            assert PACKAGE.joinpath(relative).with_suffix(".py").exists(), module
