@@ -4,6 +4,7 @@ must fail ``compare`` and ``ab`` (a broken candidate never passes)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import subprocess
@@ -12,18 +13,23 @@ from pathlib import Path
 
 import pytest
 
+from stackwars.commands.options import EXIT_UNDERPOWERED, gate_exit
 from stackwars.errors import UsageError
-from stackwars.results.comparison import ComparisonRow, Gate
+from stackwars.results.comparison import (
+    FAIL,
+    PASS,
+    PASSED,
+    UNDECIDED_ROW,
+    UNDERPOWERED,
+    ComparisonRow,
+    Gate,
+    decide,
+)
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Steady
 from stackwars.service import ab, stored
-from stackwars.timing.compare import (
-    DEFAULT_RUN_DRIFT,
-    EQUIVALENT,
-    SLOWER_UNSURE,
-    UNDECIDED,
-    Comparison,
-)
+from stackwars.timing.compare import DEFAULT_RUN_DRIFT, UNDECIDED, Comparison, LogDifference
+from stackwars.timing.sequential import Looks
 
 REGRESSED = Path(__file__).resolve().parents[1] / "benchmarks" / "power" / "regressed_gemm.py"
 CELL = ["--workload-file", str(REGRESSED), "--workload", "regressed-gemm", "--param", "n=48"]
@@ -32,25 +38,55 @@ TWO_SIZES = ["--workload-file", str(REGRESSED), "--workload", "regressed-gemm"]
 TWO_SIZES += ["--param", "n=32,48"]
 
 
-def row(verdict: str, ratio: float, low: float, high: float, note: str = "") -> ComparisonRow:
-    result = Comparison(ratio, low, high, 0.01, verdict, 0.05, workers=(3, 3))
-    return ComparisonRow("cell", 1.0, ratio, result, note)
+def row(ratio: float, se: float, name: str = "cell") -> ComparisonRow:
+    """A compared row whose evidence is a trimmed t of 10 + 10 workers."""
+    parts = LogDifference(math.log(ratio), se, 18.0, se)
+    result = Comparison(ratio, ratio, ratio, 0.5, UNDECIDED, 0.05, workers=(10, 10), evidence=parts)
+    return ComparisonRow(name, 1.0, ratio, result)
 
 
-def test_a_cell_is_settled_when_it_fails_or_is_shown_within_the_limit() -> None:
-    gate = Gate(fail_above=5)
-    assert ab.settled(row(SLOWER_UNSURE, 1.12, 1.02, 1.25), gate)  # fails: decided
-    assert ab.settled(row(EQUIVALENT, 1.0, 0.98, 1.03), gate)
-    assert ab.settled(row(UNDECIDED, 0.97, 0.9, 1.04), gate)  # cannot be 5 % slower
-    assert not ab.settled(row(UNDECIDED, 1.03, 0.95, 1.12), gate)
-    assert not ab.settled(row(SLOWER_UNSURE, 1.03, 1.01, 1.08), gate)  # may pass 5 %
-    assert ab.settled(ComparisonRow("cell", None, None, None, "not comparable"), gate)
+GATE = Gate(fail_above=5)
 
 
-def test_without_a_gate_a_cell_is_settled_by_a_verdict_that_is_sure() -> None:
-    assert ab.settled(row(EQUIVALENT, 1.0, 0.98, 1.03), Gate())
-    assert not ab.settled(row(UNDECIDED, 1.03, 0.95, 1.12), Gate())
-    assert not ab.settled(row(SLOWER_UNSURE, 1.08, 1.01, 1.2), Gate())
+def test_a_clear_regression_fails_and_a_tight_equal_cell_passes() -> None:
+    verdict = decide([row(1.2, 0.01), row(1.0, 0.005, "same")], GATE)
+    assert verdict.outcome == FAIL and verdict.states == (FAIL, PASSED)
+    assert verdict.failures[0].startswith("REGRESSION above 5%: cell")
+    assert decide([row(1.0, 0.005)], GATE).outcome == PASS
+
+
+def test_a_cell_neither_shown_slower_nor_within_leaves_the_gate_underpowered() -> None:
+    verdict = decide([row(1.0, 0.005), row(1.03, 0.05, "wide")], GATE)
+    assert verdict.outcome == UNDERPOWERED and verdict.states == (PASSED, UNDECIDED_ROW)
+    assert verdict.undecided == ("undecided: wide: undecided; more workers would decide it",)
+    assert verdict.headline().startswith("Gate: UNDERPOWERED (1 of 2 judged cells undecided")
+    strict = decide([row(1.03, 0.05)], Gate(fail_above=5, fail_on_undecided=True))
+    assert strict.outcome == FAIL and "--fail-on-undecided" in strict.headline()
+
+
+def test_an_empty_comparison_is_never_a_pass() -> None:
+    verdict = decide([], GATE)
+    assert verdict.outcome == UNDERPOWERED and gate_exit(verdict) == EXIT_UNDERPOWERED
+    assert "nothing was compared" in verdict.headline()
+    lost = ComparisonRow("new", None, None, None, "only in the candidate run")
+    assert decide([lost], GATE).outcome == UNDERPOWERED
+
+
+def test_the_family_is_every_cell_and_holm_controls_it() -> None:
+    """Twenty cells each at p just below alpha / 2: one cell alone would fail, the family
+    does not (Holm's first level is alpha / 20)."""
+    rows = [row(1.1, 0.045, f"c{i}") for i in range(20)]
+    alone = decide(rows[:1], GATE)
+    together = decide(rows, GATE)
+    assert alone.outcome == FAIL and together.outcome != FAIL
+    assert together.family.hypotheses == 20 and together.family.procedure == "holm"
+    assert "20 regression tests" in together.headline()
+
+
+def test_exit_statuses_are_distinct() -> None:
+    outcomes = [decide([row(1.2, 0.01)], GATE), decide([row(1.0, 0.005)], GATE), decide([], GATE)]
+    assert [gate_exit(v) for v in outcomes] == [1, 0, EXIT_UNDERPOWERED]
+    assert EXIT_UNDERPOWERED not in (0, 1, 2) and gate_exit(None) == 0
 
 
 def test_a_session_refuses_options_it_sets_itself(tmp_path: Path) -> None:
@@ -65,9 +101,9 @@ def test_a_session_refuses_options_it_sets_itself(tmp_path: Path) -> None:
         ab.check(budget)
 
 
-def test_looks_share_alpha() -> None:
+def test_a_session_looks_from_its_first_round_to_its_last() -> None:
     session = ab.Session((), ab.Side("b"), ab.Side("c"), Path(), min_rounds=3, max_rounds=10)
-    assert session.looks == 8 and session.alpha == pytest.approx(0.05 / 8)
+    assert session.looks == Looks(3, 10) and session.looks.count == 8
 
 
 def stackwars(
@@ -108,7 +144,10 @@ def test_a_broken_or_missing_candidate_cell_fails_the_gate(tmp_path: Path) -> No
     )
     assert "REGRESS_FAIL is set" in out
     allowed = ["--fail-above", "5", "--allow-failures"]
-    assert stackwars("compare", str(base), str(broken), *allowed, cwd=tmp_path).returncode == 0
+    # The broken cell is let through; the other has one worker a side: nothing is decided.
+    done = stackwars("compare", str(base), str(broken), *allowed, cwd=tmp_path)
+    assert done.returncode == EXIT_UNDERPOWERED, done.stdout
+    assert done.stdout.startswith("Gate: UNDERPOWERED")
     fewer = measured(tmp_path, "fewer")
     done = stackwars("compare", str(base), str(fewer), "--fail-above", "5", cwd=tmp_path)
     assert done.returncode == 1

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from stackwars.commands.options import Subparsers, add_db, add_verdict_options
+from stackwars.commands.options import Subparsers, add_db, add_verdict_options, gate_exit
 from stackwars.report.behave import behave_report
 from stackwars.report.claims import claim_results, claims_markdown, claims_table
 from stackwars.report.comparison import comparison_report
@@ -21,14 +21,12 @@ from stackwars.report.table import build_tables, render_markdown, render_rich
 from stackwars.report.variants import variants_table
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.behave import outcome_from_dict
-from stackwars.results.comparison import Gate, gate_failures
+from stackwars.results.comparison import Gate, decide
 from stackwars.results.crossover import crossovers, find_sweeps
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
 from stackwars.results.variants import find_variants
 from stackwars.service import api
-
-EXIT_REGRESSION = 1
 
 
 def add_runs(subparsers: Subparsers) -> None:
@@ -133,10 +131,10 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
         return 0
     rows = api.compare_with_stack(record, args.baseline, args.threshold, args.within_process)
     gate = Gate(fail_above=args.fail_above)
-    for part in comparison_report(rows, f"every stack against {args.baseline}", gate):
+    verdict = decide(rows, gate) if gate.active else None
+    for part in comparison_report(rows, f"every stack against {args.baseline}", verdict):
         console.print(part)
-    failed = bool(gate_failures(rows, gate))
-    return EXIT_REGRESSION if failed else 0
+    return gate_exit(verdict)
 
 
 def export(args: argparse.Namespace, argv: list[str]) -> int:

@@ -67,6 +67,7 @@ from stackwars.timing.sample_size import (
     t_quantile,
     workers_needed,
 )
+from stackwars.timing.sequential import Looks, Paired
 
 Samples = Sequence[Sequence[float]]  # workers -> per-call block times
 
@@ -109,11 +110,22 @@ class Comparison:
     p_value: float
     verdict: str  # one of VERDICTS (module docstring)
     threshold: float
-    unit: str = "worker"  # what the interval and the test count: "worker" or "block"
+    unit: str = "worker"  # what the interval and the test count: "worker", "round" or "block"
     workers: tuple[int, int] = (0, 0)  # baseline, candidate
     reason: str = ""  # why the verdict is inconclusive, or what would decide an undecided one
     components: Components | None = None
     workers_needed: int | None = None  # per side, for an undecided verdict (None: unknown)
+    # The test's evidence, for the gate's one-sided tests against any bound: the workers'
+    # trimmed t (one look) or a session's paired rounds (sequential); None when not judged.
+    evidence: LogDifference | Paired | None = None
+
+    def p_above(self, bound: float) -> float:
+        """One-sided p-value against "the log ratio is at most ``bound``" (1: no evidence)."""
+        return self.evidence.p_above(bound) if self.evidence is not None else 1.0
+
+    def p_below(self, bound: float) -> float:
+        """One-sided p-value against "the log ratio is at least ``bound``" (1: no evidence)."""
+        return self.evidence.p_below(bound) if self.evidence is not None else 1.0
 
     @property
     def significantly_slower(self) -> bool:
@@ -257,6 +269,19 @@ class LogDifference:
             return 1.0 if self.difference == 0 else 0.0
         return 2 * float(student.sf(abs(self.difference) / self.se, self.df))
 
+    def p_above(self, bound: float) -> float:
+        """One-sided p-value against "the log ratio is at most ``bound``" (one look)."""
+        from scipy.stats import t as student
+
+        if self.se == 0:
+            return 0.0 if self.difference > bound else 1.0
+        return float(student.sf((self.difference - bound) / self.se, self.df))
+
+    def p_below(self, bound: float) -> float:
+        """One-sided p-value against "the log ratio is at least ``bound``" (one look)."""
+        mirrored = LogDifference(-self.difference, self.se, self.df, self.between_sd)
+        return mirrored.p_above(-bound)
+
 
 # Yuen's trimming: a fifth of each side's workers at either end weigh only as the nearest kept
 # one, so one disturbed worker (40 ms among 1.5 ms ones, docs/results.md) cannot swamp the
@@ -386,8 +411,49 @@ def compare(
         reason = _undecided_reason(needed, run_drift)
     components = Components(parts.between_sd, within, run_drift)
     return Comparison(
-        ratio, *ci, p_value, decided, threshold, "worker", workers, reason, components, needed
+        ratio, *ci, p_value, decided, threshold, "worker", workers, reason, components, needed,
+        parts,
+    )  # fmt: skip
+
+
+def compare_paired(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    looks: Looks,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+) -> Comparison:
+    """Compare a session's rounds, paired (``timing/sequential.py``): each round's baseline
+    and candidate worker medians, in round order. Before the design's first look the cell is
+    ``inconclusive`` (its interval is not calibrated for that look)."""
+    rounds = len(baseline)
+    paired = Paired.of(baseline, candidate, looks)
+    workers = (rounds, rounds)
+    if rounds < looks.first:
+        ratio = math.exp(sum(paired.log_ratios) / rounds) if rounds else math.nan
+        reason = (
+            f"{rounds} round(s); the session's first look is after round {looks.first} "
+            f"(give the session time for {looks.first} rounds: --time-budget, --min-rounds)"
+        )
+        return Comparison(
+            ratio, math.nan, math.nan, math.nan, INCONCLUSIVE, threshold, "round", workers, reason
+        )
+    estimate, low, high = paired.interval(alpha)
+    _, low_eq, high_eq = paired.interval(2 * alpha)
+    p_value = min(1.0, 2 * min(paired.p_above(0.0), paired.p_below(0.0)))
+    ratio, ci = math.exp(estimate), (math.exp(low), math.exp(high))
+    decided = judge(p_value < alpha, ratio, ci, (math.exp(low_eq), math.exp(high_eq)), threshold)
+    reason = "more rounds would decide it" if decided == UNDECIDED else ""
+    spread = Components(_sd(paired.log_ratios), 0.0)
+    return Comparison(
+        ratio, *ci, p_value, decided, threshold, "round", workers, reason, spread, None, paired
     )
+
+
+def _sd(values: Sequence[float]) -> float:
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((x - mean) ** 2 for x in values) / max(len(values) - 1, 1))
 
 
 def _within_process(
