@@ -15,6 +15,7 @@ import pytest
 
 from stackwars.commands.options import EXIT_UNDERPOWERED, gate_exit
 from stackwars.errors import UsageError
+from stackwars.report.comparison import COMPARISON_FORMAT, comparison_json, comparison_markdown
 from stackwars.results.comparison import (
     FAIL,
     PASS,
@@ -252,3 +253,28 @@ def test_several_runs_a_side_are_pooled(tmp_path: Path) -> None:
     assert components is not None and components.run_drift == 0.0  # they alternate
     with pytest.raises(UsageError, match="names no run"):
         stored.load_side(" , ")
+
+
+COMPARISON_SCHEMA = json.loads(
+    (Path(ab.__file__).parents[1] / "results" / "comparison.schema.json").read_text("utf-8")
+)
+
+
+@pytest.mark.parametrize(
+    ("rows", "outcome"),
+    [([row(1.2, 0.01)], "fail"), ([row(1.0, 0.005)], "pass"), ([], "underpowered")],
+)
+def test_the_json_and_markdown_state_the_outcome_and_the_family(
+    rows: list[ComparisonRow], outcome: str
+) -> None:
+    import jsonschema
+
+    verdict = decide(rows, GATE)
+    data = json.loads(json.dumps(comparison_json(rows, GATE, verdict, gate_exit(verdict))))
+    jsonschema.validate(data, COMPARISON_SCHEMA)
+    assert data["format"] == COMPARISON_FORMAT == 2 and data["outcome"] == outcome
+    assert data["family"]["procedure"] == "holm" and data["family"]["alpha"] == 0.05
+    assert data["exit_status"] == gate_exit(verdict)
+    markdown = comparison_markdown(rows, "title", verdict)
+    assert markdown.splitlines()[0].startswith(f"**Gate: {outcome.upper()} (")
+    assert "Holm" in markdown.splitlines()[0]
