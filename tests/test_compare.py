@@ -232,17 +232,24 @@ def test_equivalent_needs_the_interval_inside_the_threshold() -> None:
     assert compare(tight, other).verdict == EQUIVALENT
 
 
-def test_workers_needed_decides_most_comparisons_at_that_size() -> None:
-    """The estimate is of workers that would decide with 80 % probability: simulate a true
-    10 % change with 6 % between-worker spread at the estimated size."""
-    needed = workers_needed(math.log(1.10), 0.06, 0.0, 0.05, 0.05)
-    assert needed is not None and 4 <= needed <= 30
+@pytest.mark.parametrize(
+    ("change", "spread"), [(1.10, 0.06), (1.10, 0.10), (1.0, 0.06), (1.03, 0.04)]
+)
+def test_workers_needed_reaches_its_power_with_the_test_actually_used(
+    change: float, spread: float
+) -> None:
+    """The estimate promises 80 % of comparisons decided at that size: simulate them with
+    ``compare`` itself (trimmed from 5 workers a side; a change, an equal pair, a change
+    inside the threshold) and find at least 80 %, less three binomial standard errors."""
+    needed = workers_needed(math.log(change), spread, 0.0, 0.05, 0.05)
+    assert needed is not None
+    trials = 150
     decided = 0
-    for seed in range(200):
-        base = process_workers(1e-3, seed=3 * seed, count=needed, spread=0.06)
-        cand = process_workers(1.1e-3, seed=3 * seed + 1, count=needed, spread=0.06)
+    for seed in range(trials):
+        base = process_workers(1e-3, seed=3 * seed, count=needed, spread=spread)
+        cand = process_workers(change * 1e-3, seed=3 * seed + 1, count=needed, spread=spread)
         decided += compare(base, cand).verdict != UNDECIDED
-    assert decided >= 0.7 * 200
+    assert decided >= (0.8 - 3 * math.sqrt(0.8 * 0.2 / trials)) * trials, (needed, decided)
 
 
 def test_no_number_of_workers_beats_the_drift_of_separate_runs() -> None:

@@ -29,7 +29,15 @@ from stackwars.results.comparison import (
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Steady
 from stackwars.service import ab, stored
-from stackwars.timing.compare import DEFAULT_RUN_DRIFT, UNDECIDED, Comparison, LogDifference
+from stackwars.timing.compare import (
+    DEFAULT_RUN_DRIFT,
+    DEFAULT_RUN_DRIFT_DF,
+    UNDECIDED,
+    Comparison,
+    LogDifference,
+    compare,
+    compare_run_means,
+)
 from stackwars.timing.sequential import Looks
 
 REGRESSED = Path(__file__).resolve().parents[1] / "benchmarks" / "power" / "regressed_gemm.py"
@@ -215,16 +223,17 @@ def run_at(started: str) -> Run:
     return Run(id=started, started=started, machine={}, versions={}, argv=[], status="complete")
 
 
-def test_runs_that_alternate_in_time_need_no_drift_allowance() -> None:
-    a1, b1, a2, b2 = (run_at(f"2026-11-25T10:00:0{i}+00:00") for i in range(4))
-    assert stored.interleaved([a1, a2], [b1, b2])
-    assert stored.run_drift([a1, a2], [b1, b2], None) == 0.0
-    assert not stored.interleaved([a1, b1], [a2, b2])  # the baseline's all first
-    assert not stored.interleaved([a1], [b1])
-    assert stored.run_drift([a1], [b1], None) == DEFAULT_RUN_DRIFT
-    assert stored.run_drift([a1], [b1], 1.5) == pytest.approx(0.015)
+def test_two_single_runs_add_the_drift_estimate_with_its_uncertainty() -> None:
+    assert stored.run_drift(None) == (DEFAULT_RUN_DRIFT, DEFAULT_RUN_DRIFT_DF)
+    assert stored.run_drift(1.5) == (pytest.approx(0.015), math.inf)  # the user's, as given
     with pytest.raises(UsageError, match="--run-drift 120"):
-        stored.run_drift([a1], [b1], 120)
+        stored.run_drift(120)
+    base = [[1e-3 * (1 + 0.001 * i)] for i in range(10)]
+    cand = [[1.001e-3 * (1 + 0.001 * i)] for i in range(10)]
+    known = compare(base, cand, run_drift=0.04)
+    estimated = compare(base, cand, run_drift=0.04, run_drift_df=DEFAULT_RUN_DRIFT_DF)
+    assert estimated.ci_high > known.ci_high  # five degrees of freedom, not infinitely many
+    assert known.ci_high == pytest.approx(compare(base, cand, run_drift=0.04).ci_high)
 
 
 def test_several_runs_a_side_are_pooled(tmp_path: Path) -> None:
@@ -248,11 +257,34 @@ def test_several_runs_a_side_are_pooled(tmp_path: Path) -> None:
     base = ",".join(str(path) for path in files[0::2])
     cand = ",".join(str(path) for path in files[1::2])
     _, _, (row,) = stored.compare(base, cand)
-    assert row.result is not None and row.result.workers == (3, 3)
+    # The runs are the units (three a side), not their workers: interleaved or not, each run
+    # has its own machine state.
+    assert row.result is not None and row.result.workers == (3, 3) and row.result.unit == "run"
     components = row.result.components
-    assert components is not None and components.run_drift == 0.0  # they alternate
+    assert components is not None and components.run_drift == 0.0
+    _, _, (few,) = stored.compare(files[0].as_posix(), cand)  # one run against three
+    assert few.result is not None and few.result.unit == "run" and few.result.workers == (1, 3)
+    assert few.result.evidence is not None
     with pytest.raises(UsageError, match="names no run"):
         stored.load_side(" , ")
+
+
+def test_runs_as_units_count_the_run_to_run_spread() -> None:
+    """Runs whose workers agree closely but whose runs move 8 % apart: pooled as workers,
+    an identical candidate looks significantly different; run by run, it does not."""
+    rng = random.Random(7)
+    sides = []
+    for _ in range(2):
+        side = []
+        for _ in range(3):
+            run_level = 1e-3 * math.exp(rng.gauss(0, 0.08))
+            side.append([run_level * (1 + rng.gauss(0, 0.005)) for _ in range(4)])
+        sides.append(side)
+    by_runs = compare_run_means(*sides)
+    pooled = compare([[x] for run in sides[0] for x in run], [[x] for run in sides[1] for x in run])
+    assert pooled.ci_low > 1  # the workers alone call it slower
+    assert by_runs.ci_low < 1 < by_runs.ci_high
+    assert by_runs.verdict == UNDECIDED and by_runs.reason == "more runs a side would decide it"
 
 
 COMPARISON_SCHEMA = json.loads(
@@ -278,3 +310,53 @@ def test_the_json_and_markdown_state_the_outcome_and_the_family(
     markdown = comparison_markdown(rows, "title", verdict)
     assert markdown.splitlines()[0].startswith(f"**Gate: {outcome.upper()} (")
     assert "Holm" in markdown.splitlines()[0]
+
+
+def fake_rounds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cells: int) -> None:
+    """ab's rounds without processes: each side's run file holds ``cells`` identical cells."""
+    rng = random.Random(11)
+
+    def fake_round(session: ab.Session, side: ab.Side, index: int) -> Path:
+        record = run_at(f"2026-11-26T10:00:{index:02d}+00:00")
+        record.cells = [
+            Cell(
+                workload=f"w{i}", params={}, stack="numpy:eager", status="ok",
+                steady=Steady(median_s=1e-3, samples_s=[1e-3 * (1 + rng.gauss(0, 0.01))] * 3),
+            )
+            for i in range(cells)
+        ]  # fmt: skip
+        path = tmp_path / f"{side.name}-{index}.json"
+        record.write_json(path)
+        return path
+
+    monkeypatch.setattr(ab, "_round", fake_round)
+    monkeypatch.setattr(ab, "side_version", lambda interpreter, budget: "test")
+
+
+def test_a_budget_that_cannot_reach_the_first_look_stops_after_one_round_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/ci.md's recipe on this machine: 322 s a round, 900 s: the session stops after one
+    round, every cell in its table, underpowered, with the budget that would decide."""
+    fake_rounds(monkeypatch, tmp_path, cells=27)
+    ticks = iter([0.0, 322.0])
+    session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), tmp_path, gate=GATE)
+    heard: list[str] = []
+    outcome = ab.run_session(session, heard.append, lambda: next(ticks))
+    assert outcome.rounds == 1 and "cannot reach the first look" in outcome.stopped
+    assert len(outcome.rows) == 27 and outcome.verdict is not None
+    assert outcome.verdict.outcome == UNDERPOWERED and gate_exit(outcome.verdict) == 3
+    assert "the budget (900 s) allows 2 round(s)" in outcome.plan
+    assert "failing one of 27 cell(s) needs at least 10 rounds" in outcome.plan
+    assert "--time-budget 3220" in outcome.plan and heard[0] == outcome.plan
+
+
+def test_a_session_with_time_enough_decides_an_a_a_suite_of_quiet_cells(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_rounds(monkeypatch, tmp_path, cells=3)
+    ticks = iter(float(t) for t in range(20))
+    session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), tmp_path, gate=GATE)
+    outcome = ab.run_session(session, lambda text: None, lambda: next(ticks))
+    assert outcome.verdict is not None and outcome.verdict.outcome == PASS
+    assert outcome.stopped == "every cell decided" and outcome.rounds < session.max_rounds

@@ -85,14 +85,13 @@ def session_outcome(
     session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), Path(), gate=Gate(LIMIT))
     base: list[list[Cell]] = []
     cand: list[list[Cell]] = []
+    rows = []
     for rounds in range(1, session.max_rounds + 1):
         b, c = one_round(rng, suite, slowed or {})
         base.append(b)
         cand.append(c)
-        if rounds < session.min_rounds:
-            continue
         rows = compare_rounds(base, cand, session.threshold, session.looks, session.gate.alpha)
-        if not ab.open_rows(rows, session):
+        if rounds >= session.min_rounds and not ab.open_rows(rows, session):
             break
     verdict = decide(rows, session.gate, session.describe_looks())
     return verdict.outcome, verdict.states

@@ -45,7 +45,9 @@ def measured_texts(row: ComparisonRow) -> tuple[str, ...]:
     terminal's and the report's tables alike)."""
     result = row.result
     assert result is not None  # callers show an uncompared row by its note
-    unit = {"block": " within-process", "round": " paired rounds"}.get(result.unit, "")
+    unit = {"block": " within-process", "round": " paired rounds", "run": " runs"}.get(
+        result.unit, ""
+    )
     return (
         format_seconds(row.baseline_median),
         format_seconds(row.candidate_median),
@@ -90,8 +92,15 @@ def comparison_notes(rows: list[ComparisonRow], verdict: GateVerdict | None) -> 
     )
     if drift:
         notes.append(
-            f"† separate runs: each interval includes a run-to-run drift of {drift * 100:.1f} % "
-            "(--run-drift); workers interleaved in one session ('stackwars ab') need none"
+            f"† two single runs: each interval includes a run-to-run drift of {drift * 100:.1f} "
+            "% (--run-drift; the default is an estimate from six runs, counted with its "
+            "uncertainty); several runs a side are compared run by run, and an interleaved "
+            "session ('stackwars ab') pairs its rounds"
+        )
+    if any(r.result is not None and r.result.unit == "run" for r in rows):
+        notes.append(
+            "runs as units: each cell's interval is over the runs' mean log times (their "
+            "spread holds the run-to-run component), not over their pooled workers"
         )
     notes.extend(_memory_notes(rows))
     if verdict is not None:

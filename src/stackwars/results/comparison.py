@@ -36,6 +36,7 @@ from stackwars.timing.compare import (
     Comparison,
     compare,
     compare_paired,
+    compare_run_means,
     geometric_mean,
 )
 from stackwars.timing.family import Family, holm
@@ -106,6 +107,7 @@ def _row(
     *,
     within_process: bool,
     run_drift: float,
+    run_drift_df: float = math.inf,
     alpha: float = DEFAULT_ALPHA,
 ) -> ComparisonRow:
     failed = [c for c in base + cand if not _ok(c)]
@@ -119,6 +121,7 @@ def _row(
         threshold=threshold,
         within_process=within_process,
         run_drift=run_drift,
+        run_drift_df=run_drift_df,
         alpha=alpha,
     )
     base_median = _pooled_median(base)
@@ -178,11 +181,13 @@ def compare_runs(
     within_process: bool = False,
     run_drift: float = 0.0,
     *,
+    run_drift_df: float = math.inf,
     alpha: float = DEFAULT_ALPHA,
 ) -> list[ComparisonRow]:
     """The cells both sides measured, baseline first (each side the cells of one or more
     runs, pooled by cell); cells on one side only are noted, and a baseline cell missing from
-    the candidate is a broken candidate."""
+    the candidate is a broken candidate. ``run_drift`` (estimated with ``run_drift_df``
+    degrees of freedom) is the run-to-run term of two single separate runs."""
     base, cand = _workers(baseline), _workers(candidate)
     rows = []
     for key, cells in base.items():
@@ -190,7 +195,8 @@ def compare_runs(
             rows.append(
                 _row(
                     label(cells[0]), cells, cand[key], threshold,
-                    within_process=within_process, run_drift=run_drift, alpha=alpha,
+                    within_process=within_process, run_drift=run_drift,
+                    run_drift_df=run_drift_df, alpha=alpha,
                 )
             )  # fmt: skip
             continue
@@ -259,6 +265,45 @@ def _paired_row(
     return dataclasses.replace(
         row, candidate_median=candidate_median, result=result, memory=tuple(memory)
     )
+
+
+def compare_run_sets(
+    baseline: list[list[Cell]], candidate: list[list[Cell]], threshold: float, alpha: float
+) -> list[ComparisonRow]:
+    """Several separate runs on a side (``compare A1,A2,A3 B``): the runs, not their
+    workers, are the units of each cell's time (``compare_run_means``: the run-to-run
+    component estimated from these runs, with its uncertainty); memory is compared over the
+    pooled workers, which a run's machine state does not move."""
+    pooled = compare_runs(
+        [cell for run in baseline for cell in run],
+        [cell for run in candidate for cell in run],
+        threshold,
+        alpha=alpha,
+    )
+    return [
+        _by_runs(row, baseline, candidate, threshold, alpha) if row.judged else row
+        for row in pooled
+    ]
+
+
+def _by_runs(
+    row: ComparisonRow,
+    baseline: list[list[Cell]],
+    candidate: list[list[Cell]],
+    threshold: float,
+    alpha: float,
+) -> ComparisonRow:
+    base, cand = _run_medians(baseline, row.label), _run_medians(candidate, row.label)
+    result = compare_run_means(base, cand, threshold=threshold, alpha=alpha)
+    median = row.baseline_median
+    candidate_median = None if median is None else median * result.ratio
+    return dataclasses.replace(row, result=result, candidate_median=candidate_median)
+
+
+def _run_medians(runs: list[list[Cell]], wanted: str) -> list[list[float]]:
+    """Each run's worker medians of the cell labelled ``wanted`` (runs without it left out)."""
+    medians = [[_pooled_median([cell]) for cell in run if label(cell) == wanted] for run in runs]
+    return [run for run in medians if run]
 
 
 def compare_stacks(
@@ -420,8 +465,3 @@ def _outcome(failures: list[str], undecided: tuple[str, ...], states: list[str],
     if undecided or all(state == NOT_JUDGED for state in states):
         return FAIL if gate.fail_on_undecided else UNDERPOWERED
     return PASS
-
-
-def gate_failures(rows: list[ComparisonRow], gate: Gate) -> list[str]:
-    """One line per reason the gate fails; empty when it does not or no gate was asked for."""
-    return list(decide(rows, gate).failures) if gate.active else []

@@ -74,12 +74,15 @@ Samples = Sequence[Sequence[float]]  # workers -> per-call block times
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 2000
-# The run-to-run standard deviation (of log times) assumed for separate runs: measured on six
-# separate runs with other work between them (benchmarks/power/power_gate.py drift,
-# docs/results.md "Run-to-run drift", 2026-11-25: 4.0 % for torch:eager, the stack whose
-# workers spread least; 7.6 % and 10.8 % for jax:jit and numpy:eager, less certain).
-# Overridden per comparison with --run-drift.
+# The run-to-run standard deviation (of log times) assumed for two single separate runs:
+# measured on six separate runs with other work between them (docs/results.md "Run-to-run
+# drift", 2026-11-25: 4.0 % for torch:eager, the stack whose workers spread least; 7.6 % and
+# 10.8 % for jax:jit and numpy:eager). An estimate from six runs, not a known constant: it
+# enters the interval with its five degrees of freedom (Satterthwaite), so a comparison that
+# leans on it is as uncertain as that estimate. Several runs a side need none of it: the runs
+# themselves are then the units (``compare_run_means``). --run-drift overrides it.
 DEFAULT_RUN_DRIFT = 0.04
+DEFAULT_RUN_DRIFT_DF = 5.0
 
 SLOWER, FASTER = "slower", "faster"
 SLOWER_UNSURE, FASTER_UNSURE = "slower, size unsure", "faster, size unsure"
@@ -110,14 +113,14 @@ class Comparison:
     p_value: float
     verdict: str  # one of VERDICTS (module docstring)
     threshold: float
-    unit: str = "worker"  # what the interval and the test count: "worker", "round" or "block"
+    unit: str = "worker"  # what the test counts: "worker", "round", "run" or "block"
     workers: tuple[int, int] = (0, 0)  # baseline, candidate
     reason: str = ""  # why the verdict is inconclusive, or what would decide an undecided one
     components: Components | None = None
     workers_needed: int | None = None  # per side, for an undecided verdict (None: unknown)
     # The test's evidence, for the gate's one-sided tests against any bound: the workers'
     # trimmed t (one look) or a session's paired rounds (sequential); None when not judged.
-    evidence: LogDifference | Paired | None = None
+    evidence: LogDifference | Paired | WithinProcess | None = None
 
     def p_above(self, bound: float) -> float:
         """One-sided p-value against "the log ratio is at most ``bound``" (1: no evidence)."""
@@ -246,6 +249,25 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 @dataclass(frozen=True)
+class WithinProcess:
+    """Blocks of one process (``--within-process``): the rank test's two-sided p-value and the
+    direction of the change. It can show a change, never that a cell is within a limit: the
+    blocks say nothing of how the next process would land."""
+
+    p_two_sided: float
+    slower: bool
+
+    def p_above(self, bound: float) -> float:
+        if bound != 0:
+            raise ValueError("within-process evidence tests only against no change")
+        half = self.p_two_sided / 2
+        return half if self.slower else 1 - half
+
+    def p_below(self, bound: float) -> float:
+        return 1.0
+
+
+@dataclass(frozen=True)
 class LogDifference:
     """The difference of the trimmed mean log worker medians (candidate minus baseline), its
     standard error and degrees of freedom (a trimmed t test, plus the drift term), and the plain
@@ -308,18 +330,75 @@ class _Trimmed:
 
 
 def log_difference(
-    baseline: Sequence[float], candidate: Sequence[float], run_drift: float = 0.0
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    run_drift: float = 0.0,
+    run_drift_df: float = math.inf,
 ) -> LogDifference:
     """Per-worker medians of both sides (at least 2 each) -> the trimmed t statistic's parts
     on their logarithms: Yuen's standard error, and the pooled test's degrees of freedom over
     the workers kept (Welch's lost a fifth of the one-look gate's power on real workers at 3 a
-    side, docs/results.md, at no gain in false alarms)."""
+    side, docs/results.md, at no gain in false alarms). A run-to-run term estimated with
+    ``run_drift_df`` degrees of freedom (infinite: given as known) adds its variance and, by
+    Satterthwaite's rule, its uncertainty."""
     log_b, log_c = [math.log(x) for x in baseline], [math.log(x) for x in candidate]
     side_b, side_c = _Trimmed.of(log_b), _Trimmed.of(log_c)
-    squared = side_b.squared_se + side_c.squared_se
-    se = math.sqrt(squared + 2 * run_drift**2)
-    df = float(side_b.kept + side_c.kept - 2)
+    workers, drift = side_b.squared_se + side_c.squared_se, 2 * run_drift**2
+    workers_df = float(side_b.kept + side_c.kept - 2)
+    df = satterthwaite(((workers, workers_df), (drift, run_drift_df)))
+    se = math.sqrt(workers + drift)
     return LogDifference(side_c.mean - side_b.mean, se, df, _pooled_sd(log_b, log_c))
+
+
+def satterthwaite(parts: Sequence[tuple[float, float]]) -> float:
+    """Degrees of freedom of a sum of variance estimates, each (variance, its df)."""
+    total = sum(variance for variance, _ in parts)
+    spread = sum(variance**2 / df for variance, df in parts if variance > 0)
+    return total**2 / spread if spread > 0 else min(df for _, df in parts)
+
+
+def compare_run_means(
+    baseline: Sequence[Sequence[float]],
+    candidate: Sequence[Sequence[float]],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+) -> Comparison:
+    """Separate runs as the units (``compare A1,A2,A3 B``: a nightly series against a run):
+    each run's mean log worker median, and Student's t with the pooled variance of the runs,
+    whose spread holds the run-to-run component and the workers' together (a one-way
+    random-effects model with its uncertainty in the degrees of freedom, runs less two). Needs
+    three runs in all, two on one side."""
+    runs = (len(baseline), len(candidate))
+    means_b = [_mean_log(run) for run in baseline]
+    means_c = [_mean_log(run) for run in candidate]
+    ratio = math.exp(sum(means_c) / runs[1] - sum(means_b) / runs[0])
+    if sum(runs) < MIN_WORKERS or max(runs) < 2:
+        reason = (
+            f"{runs[0]} and {runs[1]} run(s): runs as units need three in all, two on one side "
+            "(add runs of the baseline, e.g. a nightly series: compare R1,R2,R3 CANDIDATE)"
+        )
+        return Comparison(
+            ratio, math.nan, math.nan, math.nan, INCONCLUSIVE, threshold, "run", runs, reason
+        )
+    squares = sum((x - sum(means_b) / runs[0]) ** 2 for x in means_b)
+    squares += sum((x - sum(means_c) / runs[1]) ** 2 for x in means_c)
+    df = float(sum(runs) - 2)
+    between = math.sqrt(squares / df)
+    se = between * math.sqrt(1 / runs[0] + 1 / runs[1])
+    parts = LogDifference(math.log(ratio), se, df, between)
+    ci, equivalence = parts.interval(1 - alpha), parts.interval(1 - 2 * alpha)
+    p_value = parts.p_value()
+    decided = judge(p_value < alpha, ratio, ci, equivalence, threshold)
+    reason = "more runs a side would decide it" if decided == UNDECIDED else ""
+    components = Components(between, 0.0)
+    return Comparison(
+        ratio, *ci, p_value, decided, threshold, "run", runs, reason, components, None, parts
+    )
+
+
+def _mean_log(values: Sequence[float]) -> float:
+    return sum(math.log(x) for x in values) / len(values)
 
 
 def _pooled_sd(log_b: Sequence[float], log_c: Sequence[float]) -> float:
@@ -382,9 +461,11 @@ def compare(
     seed: int = 0,
     within_process: bool = False,
     run_drift: float = 0.0,
+    run_drift_df: float = math.inf,
 ) -> Comparison:
     """Compare two sets of workers (see the module docstring for the rules); ``run_drift``
-    is the run-to-run standard deviation to add when the sides are separate runs."""
+    is the run-to-run standard deviation to add when the sides are separate runs, estimated
+    with ``run_drift_df`` degrees of freedom (infinite: known)."""
     workers = (sum(1 for w in baseline if w), sum(1 for w in candidate if w))
     if within_process:
         return _within_process(
@@ -401,7 +482,7 @@ def compare(
             ratio, *ci, math.nan, INCONCLUSIVE, threshold, "worker", workers, _too_few(workers),
             components,
         )  # fmt: skip
-    parts = log_difference(medians_b, medians_c, run_drift)
+    parts = log_difference(medians_b, medians_c, run_drift, run_drift_df)
     ci, equivalence = parts.interval(1 - alpha), parts.interval(1 - 2 * alpha)
     p_value = parts.p_value()
     decided = judge(p_value < alpha, ratio, ci, equivalence, threshold)
@@ -473,9 +554,11 @@ def _within_process(
     significant = p_value < alpha and not ci[0] <= 1.0 <= ci[1]
     decided = judge(significant, ratio, ci, equivalence, threshold)
     components = Components(0.0, within_worker_sd([*baseline, *candidate]))
+    evidence = WithinProcess(p_value if significant else 1.0, ratio > 1)
     return Comparison(
-        ratio, *ci, p_value, decided, threshold, "block", workers, components=components
-    )
+        ratio, *ci, p_value, decided, threshold, "block", workers, components=components,
+        evidence=evidence,
+    )  # fmt: skip
 
 
 def geometric_mean(ratios: Sequence[float]) -> float:
