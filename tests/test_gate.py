@@ -24,6 +24,8 @@ from stackwars.results.comparison import (
     UNDERPOWERED,
     ComparisonRow,
     Gate,
+    compare_run_sets,
+    compare_runs,
     decide,
 )
 from stackwars.results.run import Run
@@ -360,3 +362,43 @@ def test_a_session_with_time_enough_decides_an_a_a_suite_of_quiet_cells(
     outcome = ab.run_session(session, lambda text: None, lambda: next(ticks))
     assert outcome.verdict is not None and outcome.verdict.outcome == PASS
     assert outcome.stopped == "every cell decided" and outcome.rounds < session.max_rounds
+
+
+def run_of(rng: random.Random, cells: int, run_sd: float, workers: int = 3) -> list[Cell]:
+    """One separate run: every cell moved by the run's own effect, then its workers' spread."""
+    shift = rng.gauss(0, run_sd)
+    return [
+        Cell(
+            workload=f"w{i}", params={}, stack="numpy:eager", repeat=r, status="ok",
+            steady=Steady(median_s=1e-3, samples_s=[1e-3 * math.exp(shift + rng.gauss(0, 0.05))]),
+        )
+        for i in range(cells)
+        for r in range(workers)
+    ]  # fmt: skip
+
+
+def suite_alarms(runs_a_side: int, run_sd: float, pairs: int, *, as_runs: bool = True) -> int:
+    """A/A pairs of 9-cell suites, compared as `compare --fail-above 5` compares them."""
+    rng = random.Random(runs_a_side)
+    alarms = 0
+    for _ in range(pairs):
+        base = [run_of(rng, 9, run_sd) for _ in range(runs_a_side)]
+        cand = [run_of(rng, 9, run_sd) for _ in range(runs_a_side)]
+        if runs_a_side > 1 and as_runs:
+            rows = compare_run_sets(base, cand, 0.05, 0.05)
+        else:
+            drift = (DEFAULT_RUN_DRIFT, DEFAULT_RUN_DRIFT_DF) if runs_a_side == 1 else (0.0, 1.0)
+            flat_b, flat_c = [c for r in base for c in r], [c for r in cand for c in r]
+            rows = compare_runs(flat_b, flat_c, 0.05, run_drift=drift[0], run_drift_df=drift[1])
+        alarms += decide(rows, GATE).outcome == FAIL
+    return alarms
+
+
+def test_separate_runs_keep_the_suite_false_alarm_rate() -> None:
+    """Two single runs whose run effect is the default's 4 %, and three runs a side whose run
+    effect is 10 % (numpy's estimate): at most 5 % of suites fail. Pooling the three runs'
+    workers as if they were one run's, as compare used to, fails far more."""
+    pairs = 60
+    assert suite_alarms(1, DEFAULT_RUN_DRIFT, pairs) <= 0.05 * pairs
+    assert suite_alarms(3, 0.10, pairs) <= 0.05 * pairs
+    assert suite_alarms(3, 0.10, pairs, as_runs=False) > 0.05 * pairs

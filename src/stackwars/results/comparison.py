@@ -109,6 +109,7 @@ def _row(
     run_drift: float,
     run_drift_df: float = math.inf,
     alpha: float = DEFAULT_ALPHA,
+    plan: bool = True,
 ) -> ComparisonRow:
     failed = [c for c in base + cand if not _ok(c)]
     if failed:
@@ -123,11 +124,12 @@ def _row(
         run_drift=run_drift,
         run_drift_df=run_drift_df,
         alpha=alpha,
+        plan=plan,
     )
     base_median = _pooled_median(base)
     mixed = mixed_machines(base + cand)
     if mixed:
-        result = dataclasses.replace(result, verdict=INCONCLUSIVE, reason=mixed)
+        result = dataclasses.replace(result, verdict=INCONCLUSIVE, reason=mixed, evidence=None)
     memory = () if mixed else _memory(base, cand, threshold)
     return ComparisonRow(label, base_median, base_median * result.ratio, result, mixed, "", memory)
 
@@ -183,11 +185,13 @@ def compare_runs(
     *,
     run_drift_df: float = math.inf,
     alpha: float = DEFAULT_ALPHA,
+    plan: bool = True,
 ) -> list[ComparisonRow]:
     """The cells both sides measured, baseline first (each side the cells of one or more
     runs, pooled by cell); cells on one side only are noted, and a baseline cell missing from
     the candidate is a broken candidate. ``run_drift`` (estimated with ``run_drift_df``
-    degrees of freedom) is the run-to-run term of two single separate runs."""
+    degrees of freedom) is the run-to-run term of two single separate runs; ``plan=False``
+    leaves out the workers that would decide (for callers that judge the cells again)."""
     base, cand = _workers(baseline), _workers(candidate)
     rows = []
     for key, cells in base.items():
@@ -196,7 +200,7 @@ def compare_runs(
                 _row(
                     label(cells[0]), cells, cand[key], threshold,
                     within_process=within_process, run_drift=run_drift,
-                    run_drift_df=run_drift_df, alpha=alpha,
+                    run_drift_df=run_drift_df, alpha=alpha, plan=plan,
                 )
             )  # fmt: skip
             continue
@@ -226,6 +230,7 @@ def compare_rounds(
         [cell for cells in candidate for cell in cells],
         threshold,
         alpha=alpha,
+        plan=False,
     )
     by_label = {row.label: row for row in pooled}
     per_round = [(_workers(b), _workers(c)) for b, c in zip(baseline, candidate, strict=True)]
@@ -279,6 +284,7 @@ def compare_run_sets(
         [cell for run in candidate for cell in run],
         threshold,
         alpha=alpha,
+        plan=False,
     )
     return [
         _by_runs(row, baseline, candidate, threshold, alpha) if row.judged else row

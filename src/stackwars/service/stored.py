@@ -197,7 +197,7 @@ def not_judged(row: ComparisonRow, why: str) -> ComparisonRow:
     """The row with its verdict turned inconclusive for ``why`` (it can fail no gate)."""
     if row.result is None:
         return row
-    result = dataclasses.replace(row.result, verdict=INCONCLUSIVE, reason=why)
+    result = dataclasses.replace(row.result, verdict=INCONCLUSIVE, reason=why, evidence=None)
     return dataclasses.replace(row, result=result)
 
 

@@ -462,10 +462,13 @@ def compare(
     within_process: bool = False,
     run_drift: float = 0.0,
     run_drift_df: float = math.inf,
+    plan: bool = True,
 ) -> Comparison:
     """Compare two sets of workers (see the module docstring for the rules); ``run_drift``
     is the run-to-run standard deviation to add when the sides are separate runs, estimated
-    with ``run_drift_df`` degrees of freedom (infinite: known)."""
+    with ``run_drift_df`` degrees of freedom (infinite: known); ``plan``: estimate the workers
+    that would decide an undecided verdict (a simulation, skipped by callers that judge the
+    cell another way)."""
     workers = (sum(1 for w in baseline if w), sum(1 for w in candidate if w))
     if within_process:
         return _within_process(
@@ -487,7 +490,7 @@ def compare(
     p_value = parts.p_value()
     decided = judge(p_value < alpha, ratio, ci, equivalence, threshold)
     needed, reason = None, ""
-    if decided == UNDECIDED:
+    if decided == UNDECIDED and plan:
         needed = workers_needed(parts.difference, parts.between_sd, run_drift, threshold, alpha)
         reason = _undecided_reason(needed, run_drift)
     components = Components(parts.between_sd, within, run_drift)

@@ -46,7 +46,24 @@ def workers_needed(
         )
         return share >= PLANNING_POWER
 
-    return _fewest(decides)
+    return _fewest(decides, _normal_guess(difference, between_sd, run_drift, threshold, alpha))
+
+
+def _normal_guess(
+    difference: float, between_sd: float, run_drift: float, threshold: float, alpha: float
+) -> int:
+    """Where the search starts: the normal sample-size rule (the simulation corrects it; a
+    start near the answer keeps the simulated sizes small)."""
+    from scipy.stats import norm
+
+    to_significance = abs(difference) / (norm.isf(alpha / 2) + PLANNING_POWER_Z)
+    to_equivalence = (math.log1p(threshold) - abs(difference)) / (
+        norm.isf(alpha) + PLANNING_POWER_Z
+    )
+    room = max(to_significance, to_equivalence) ** 2 - 2 * run_drift**2
+    if room <= 0:
+        return MOST_WORKERS_ESTIMATED
+    return min(MOST_WORKERS_ESTIMATED, math.ceil(2 * between_sd**2 / room))
 
 
 def decided_share(
@@ -96,12 +113,16 @@ def workers_to_separate(distance: float, between_sd: float, alpha: float) -> int
     return _fewest(decides)
 
 
-def _fewest(decides: Callable[[int], bool]) -> int | None:
-    """The fewest workers in [MIN_WORKERS, MOST_WORKERS_ESTIMATED] that decide, by bisection
-    (more workers never decide less: the standard error and the t quantile both fall)."""
-    if not decides(MOST_WORKERS_ESTIMATED):
-        return None
-    low, high = MIN_WORKERS, MOST_WORKERS_ESTIMATED
+def _fewest(decides: Callable[[int], bool], start: int = MOST_WORKERS_ESTIMATED) -> int | None:
+    """The fewest workers in [MIN_WORKERS, MOST_WORKERS_ESTIMATED] that decide: doubling from
+    ``start`` until some number does, then bisection (more workers never decide less: the
+    standard error and the t quantile both fall)."""
+    high = max(MIN_WORKERS, min(start, MOST_WORKERS_ESTIMATED))
+    while not decides(high):
+        if high >= MOST_WORKERS_ESTIMATED:
+            return None
+        high = min(MOST_WORKERS_ESTIMATED, 2 * high)
+    low = MIN_WORKERS
     while low < high:
         middle = (low + high) // 2
         low, high = (low, middle) if decides(middle) else (middle + 1, high)
