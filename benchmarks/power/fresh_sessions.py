@@ -62,13 +62,15 @@ def setup(venvs: Path) -> None:
         )
 
 
-def session(venvs: Path, kind: str, folder: Path) -> dict[str, Any]:
-    """One `stackwars ab` session; its compare.json, with the exit status it ended with."""
+def session(venvs: Path, kind: str, folder: Path, extra: list[str]) -> dict[str, Any]:
+    """One `stackwars ab` session (``extra``: more ab options, then ``--`` and run options
+    in place of the kind's cells); its compare.json, with the exit status it ended with."""
     argv = [str(python_of(venvs, "candidate")), "-m", "stackwars", "ab"]
     argv += ["--baseline-python", str(python_of(venvs, "baseline")), *GATE]
     argv += SLOWED if kind == "ab" else []
     argv += ["--out", str(folder / "rounds"), "--json", str(folder / "compare.json")]
-    argv += ["--markdown", str(folder / "compare.md"), "--", *KINDS[kind]]
+    argv += ["--markdown", str(folder / "compare.md")]
+    argv += extra if "--" in extra else [*extra, "--", *KINDS[kind]]
     done = subprocess.run(argv, check=False, capture_output=True, text=True)
     (folder / "output.txt").write_text(done.stdout + done.stderr, encoding="utf-8")
     data = json.loads((folder / "compare.json").read_text(encoding="utf-8"))
@@ -76,13 +78,13 @@ def session(venvs: Path, kind: str, folder: Path) -> dict[str, Any]:
     return data
 
 
-def sessions(venvs: Path, kind: str, count: int, out: Path) -> None:
+def sessions(venvs: Path, kind: str, count: int, out: Path, extra: list[str]) -> None:
     for index in range(count):
         folder = out / kind / f"{index:03d}"
         if (folder / "compare.json").is_file():
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        data = session(venvs, kind, folder)
+        data = session(venvs, kind, folder, extra)
         print(f"{kind} {index}: {data['outcome']} (exit {data['exit']})", flush=True)
 
 
@@ -140,11 +142,18 @@ def main() -> int:
     parser.add_argument("--kind", choices=tuple(KINDS), default="aa")
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("power-sessions"))
+    parser.add_argument(
+        "extra",
+        nargs=argparse.REMAINDER,
+        help="after --: more ab options, and after a second -- run options in place of the "
+        "kind's cells (a tiny trial: -- --max-rounds 3 -- --workload gemm --param n=32)",
+    )
     args = parser.parse_args()
     if args.action == "setup":
         setup(args.venvs)
     elif args.action == "sessions":
-        sessions(args.venvs, args.kind, args.count, args.out)
+        extra = args.extra[1:] if args.extra[:1] == ["--"] else args.extra
+        sessions(args.venvs, args.kind, args.count, args.out, extra)
     else:
         analyse(args.out)
     return 0

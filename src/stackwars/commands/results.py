@@ -16,7 +16,7 @@ from stackwars.report.console import report_console, warn
 from stackwars.report.crossover import sweep_table
 from stackwars.report.derived import derived_tables
 from stackwars.report.export import outcomes_csv, to_csv
-from stackwars.report.signals import signals_table
+from stackwars.report.signals import signals_table, speed_mode_table
 from stackwars.report.table import build_tables, render_markdown, render_rich
 from stackwars.report.variants import variants_table
 from stackwars.results.aggregate import merge_repeats
@@ -114,6 +114,7 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
         console.print(table)
     if args.details:
         console.print(signals_table(cells))
+        console.print(speed_mode_table(record.cells))
     for variants in find_variants(cells):
         console.print(variants_table(variants))
     for sweep in find_sweeps(cells):
