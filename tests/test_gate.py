@@ -205,6 +205,21 @@ def test_an_ab_session_stops_when_a_large_regression_is_decided(tmp_path: Path) 
 
 @pytest.mark.slow
 @pytest.mark.serial
+def test_an_a_a_session_passes_on_real_workers(tmp_path: Path) -> None:
+    """Nothing changed, one cell, a limit wide enough for this shared machine: the session
+    shows the cell within it and says pass first."""
+    argv = ["ab", "--fail-above", "20", "--out", str(tmp_path / "s")]
+    argv += ["--markdown", str(tmp_path / "ab.md"), "--json", str(tmp_path / "ab.json")]
+    done = stackwars(*argv, "--", *CELL, *QUICK, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    markdown = (tmp_path / "ab.md").read_text(encoding="utf-8")
+    assert markdown.startswith("**Gate: PASS (all 1 judged cells shown within the limits")
+    data = json.loads((tmp_path / "ab.json").read_text(encoding="utf-8"))
+    assert data["outcome"] == "pass" and data["rows"][0]["comparison"]["unit"] == "round"
+
+
+@pytest.mark.slow
+@pytest.mark.serial
 def test_an_ab_session_fails_a_broken_candidate_and_says_why(tmp_path: Path) -> None:
     argv = ["ab", "--candidate-env", "REGRESS_FAIL=1", "--fail-above", "5"]
     done = stackwars(*argv, "--out", str(tmp_path / "s"), "--", *CELL, *QUICK, cwd=tmp_path)

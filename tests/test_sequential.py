@@ -26,6 +26,7 @@ from stackwars.timing.sequential import (
     Looks,
     Paired,
     flip_p_above,
+    rounds_at_least,
     rounds_to_reach,
     sequential_p,
 )
@@ -168,3 +169,13 @@ def test_sequential_p_values_count_every_look() -> None:
     and nothing in a design that looks once."""
     assert sequential_p(0.01, Looks(5, 5)) == 0.01
     assert sequential_p(0.01, Looks(3, 10)) > sequential_p(0.01, Looks(3, 5)) > 0.01
+
+
+def test_an_undecided_cell_says_how_many_rounds_its_spread_needs_at_least() -> None:
+    """A noisy cell's rows say the rounds its measured spread needs, which the simulated
+    noisy sessions confirm: none of them decided it within the default 10."""
+    _, states = session_outcome(0, suite=(noisy,))
+    assert states == ("undecided",)
+    ratios = [0.12, -0.09, 0.15, -0.11, 0.02, 0.08, -0.14, 0.05, -0.02, 0.1]
+    assert rounds_at_least(ratios, math.log1p(0.05), 0.05) > 10
+    assert rounds_at_least([0.001, -0.001, 0.0], math.log1p(0.05), 0.05) == rounds_to_reach(0.05)

@@ -5,6 +5,7 @@
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind ab --count 20 --out DIR
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind quick --count 20 --out DIR
     python benchmarks/power/fresh_sessions.py analyse --out DIR
+    python benchmarks/power/fresh_sessions.py sessions ... -- AB_OPTIONS [-- RUN_OPTIONS]
 
 ``setup`` makes two virtual environments of identical content (this checkout installed in
 each), so that the two sides of every session really are two environments. ``sessions`` runs
@@ -142,17 +143,14 @@ def main() -> int:
     parser.add_argument("--kind", choices=tuple(KINDS), default="aa")
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("power-sessions"))
-    parser.add_argument(
-        "extra",
-        nargs=argparse.REMAINDER,
-        help="after --: more ab options, and after a second -- run options in place of the "
-        "kind's cells (a tiny trial: -- --max-rounds 3 -- --workload gemm --param n=32)",
-    )
-    args = parser.parse_args()
+    # After a first --: more ab options; after a second, run options in place of the kind's
+    # cells (a tiny trial: -- --max-rounds 3 -- --workload gemm --param n=32).
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args, extra = parser.parse_args(argv[:split]), argv[split + 1 :]
     if args.action == "setup":
         setup(args.venvs)
     elif args.action == "sessions":
-        extra = args.extra[1:] if args.extra[:1] == ["--"] else args.extra
         sessions(args.venvs, args.kind, args.count, args.out, extra)
     else:
         analyse(args.out)

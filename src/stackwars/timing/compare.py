@@ -67,7 +67,7 @@ from stackwars.timing.sample_size import (
     t_quantile,
     workers_needed,
 )
-from stackwars.timing.sequential import Looks, Paired
+from stackwars.timing.sequential import Looks, Paired, rounds_at_least
 
 Samples = Sequence[Sequence[float]]  # workers -> per-call block times
 
@@ -528,7 +528,10 @@ def compare_paired(
     p_value = min(1.0, 2 * min(paired.p_above(0.0), paired.p_below(0.0)))
     ratio, ci = math.exp(estimate), (math.exp(low), math.exp(high))
     decided = judge(p_value < alpha, ratio, ci, (math.exp(low_eq), math.exp(high_eq)), threshold)
-    reason = "more rounds would decide it" if decided == UNDECIDED else ""
+    reason = ""
+    if decided == UNDECIDED:
+        needed = rounds_at_least(paired.log_ratios, math.log1p(threshold), alpha)
+        reason = f"at this spread, at least {needed} rounds would be needed (--max-rounds)"
     spread = Components(_sd(paired.log_ratios), 0.0)
     return Comparison(
         ratio, *ci, p_value, decided, threshold, "round", workers, reason, spread, None, paired

@@ -26,12 +26,12 @@ the first rounds all happen to put the candidate in the slow mode and the baseli
 one, their paired ratios agree closely and any t test calls it a regression (simulated: 3 to
 6 times the nominal rate at the levels a Holm family uses). Under no change the two workers
 of a round are exchangeable, so each paired ratio is as likely negative as positive, whatever
-the modes: the **sign-flip** p-value (the share of the 2^n sign patterns whose mean is at least
-the one seen) is exact for any such distribution. A look's p-value is the larger of the two,
-so a verdict needs both the t test's calibrated evidence and rounds enough to be more than a
-coin's run of luck: with ``n`` rounds the sign-flip p-value is at least 2^-n, so a Holm family
-of ``m`` hypotheses at ``alpha`` cannot fail a cell before log2(m / alpha) rounds
-(``rounds_to_reach``). tests/test_sequential.py measures the A/A rates of normal, disturbed
+the modes: the **sign-flip** p-value (the share of the 2^n sign patterns whose trimmed mean
+is at least the one seen) is exact for any such distribution. A look's p-value is the larger
+of the two, so a verdict needs both the t test's calibrated evidence and rounds enough to be
+more than a coin's run of luck: with ``n`` rounds the sign-flip p-value is at least 2^-n, so
+a Holm family of ``m`` hypotheses at ``alpha`` cannot fail a cell before log2(m / alpha)
+rounds (``rounds_to_reach``). tests/test_sequential.py measures the A/A rates of normal, disturbed
 and two-speed cells, and the power, by simulation with these functions.
 
 NumPy and SciPy are imported inside the functions (analysis only)."""
@@ -50,6 +50,8 @@ TRIM = 0.2  # the fraction trimmed at each end (timing/compare.py's Yuen trim)
 REFERENCE_PATHS = 2**18
 REFERENCE_SEED = 34
 FEWEST_ROUNDS = 2  # a paired t needs two rounds to see a spread
+MOST_ROUNDS = 1000  # past this, "at least N rounds" says more rounds are not a plan
+PLANNING_POWER = 0.8  # "likely", as timing/sample_size.py's
 # Up to this many rounds every sign pattern is counted (2^12 = 4096); past it, as many random
 # patterns (seeded), whose p-value (1 + at least as large) / (1 + drawn) stays valid.
 EXACT_FLIP_ROUNDS = 12
@@ -143,8 +145,9 @@ def nominal_level(alpha: float, looks: Looks) -> float:
 
 def flip_p_above(values: Any, bound: float = 0.0) -> Any:
     """Sign-flip p-value of each row against "the paired ratios are symmetric about ``bound``"
-    (small: their mean is above it): the share of sign patterns of ``values - bound`` whose
-    mean is at least the observed one."""
+    (small: they lie above it): the share of sign patterns of ``values - bound`` whose trimmed
+    mean (``TRIM``, as the t test's: one wild round moves it little) is at least the observed
+    one. Exact for any distribution symmetric about ``bound``."""
     import itertools
 
     import numpy as np
@@ -158,12 +161,21 @@ def flip_p_above(values: Any, bound: float = 0.0) -> Any:
         rng = np.random.default_rng(REFERENCE_SEED)
         signs = rng.choice((1.0, -1.0), size=(2**EXACT_FLIP_ROUNDS, n))
         extra = 1
-    observed = centred.sum(axis=-1)
-    flipped = centred @ signs.T
-    # A relative tolerance: sums equal in exact arithmetic must count as equal.
-    tolerance = 1e-9 * np.abs(centred).sum(axis=-1, keepdims=True)
+    observed = _trimmed_mean(centred)
+    flipped = _trimmed_mean(centred[..., None, :] * signs)
+    # A relative tolerance: means equal in exact arithmetic must count as equal.
+    tolerance = 1e-9 * np.abs(centred).max(axis=-1, keepdims=True)
     at_least = (flipped >= observed[..., None] - tolerance).sum(axis=-1)
     return (at_least + extra) / (len(signs) + extra)
+
+
+def _trimmed_mean(values: Any) -> Any:
+    import numpy as np
+
+    ordered = np.sort(values, axis=-1)
+    n = ordered.shape[-1]
+    cut = int(TRIM * n)
+    return ordered[..., cut : n - cut].mean(axis=-1)
 
 
 def p_above(values: Sequence[float], bound: float, looks: Looks) -> float:
@@ -177,6 +189,21 @@ def p_above(values: Sequence[float], bound: float, looks: Looks) -> float:
 def rounds_to_reach(level: float) -> int:
     """The fewest rounds whose sign-flip p-value can be below ``level``."""
     return max(FEWEST_ROUNDS, math.floor(math.log2(1 / level)) + 1)
+
+
+def rounds_at_least(log_ratios: Sequence[float], margin: float, alpha: float) -> int:
+    """A lower bound on the rounds that could decide a cell at its measured spread: the
+    sign flip's minimum (``rounds_to_reach``), and the normal sample-size rule for telling its
+    mean from 0 or from the ``margin`` (whichever is nearer to deciding) at ``alpha`` with
+    80 % power. A bound, not a promise: the sequential calibration asks for more."""
+    from scipy.stats import norm
+
+    mean = sum(log_ratios) / len(log_ratios)
+    spread = math.sqrt(sum((x - mean) ** 2 for x in log_ratios) / max(len(log_ratios) - 1, 1))
+    distance = max(abs(mean), margin - abs(mean))
+    z = norm.isf(alpha) + norm.isf(1 - PLANNING_POWER)
+    normal = math.ceil((z * spread / distance) ** 2) if distance > 0 else math.inf
+    return max(rounds_to_reach(alpha), int(min(normal, MOST_ROUNDS)))
 
 
 @dataclass(frozen=True)
