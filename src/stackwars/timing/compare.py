@@ -21,7 +21,8 @@ interleave) the drift hits both sides alike and is in the between-worker spread 
 * With at least ``MIN_WORKERS`` workers per side, the ratio is that of the medians of the
   per-worker medians; its interval is Yuen's trimmed t interval of the difference of the
   20 %-trimmed mean logarithms of the per-worker medians (winsorized variances, degrees of
-  freedom of the workers kept, plus ``2 * run_drift**2`` for separate runs; with fewer than 5
+  freedom of the workers kept, plus ``2 * run_drift**2`` for two single runs, its uncertainty
+  counted by Satterthwaite's degrees of freedom; with fewer than 5
   workers a side nothing is trimmed and it is Student's t), and the p-value is that test's.
   Trimming keeps one disturbed worker from swamping the variance; docs/results.md measures
   what it costs.
@@ -41,9 +42,11 @@ interleave) the drift hits both sides alike and is in the between-worker spread 
     the run-to-run drift alone is wider than the margin);
   - ``inconclusive``: not judged (too few workers, different machines), ``reason`` says why.
 
-* The gate (``fails_gate``): a cell fails ``--fail-above X`` when it is significantly slower
-  (the interval above 1) and its point estimate is more than X % slower. Under no change
-  the first happens in at most ``alpha / 2`` of comparisons, whatever X.
+* The gate is not a cell's: ``results/comparison.py``'s ``decide`` tests every cell x measure
+  of a comparison as one family (``timing/family.py``), with each comparison's one-sided
+  p-values (``Comparison.p_above``, ``p_below``).
+* Several runs a side: the runs are the units (``compare_run_means``); an A/B session's rounds
+  are paired (``compare_paired``, ``timing/sequential.py``).
 * With fewer than ``MIN_WORKERS`` workers, the verdict is ``inconclusive`` and says why, unless
   the caller accepts within-process statistics (``within_process=True``): then the ratio is
   that of the pooled medians, the interval a hierarchical bootstrap (resample workers, then
@@ -133,11 +136,6 @@ class Comparison:
     @property
     def significantly_slower(self) -> bool:
         return self.verdict in SIGNIFICANTLY_SLOWER
-
-    def fails_gate(self, percent: float) -> bool:
-        """The gate's rule: significantly slower, and the point estimate more than
-        ``percent`` % slower."""
-        return self.significantly_slower and (self.ratio - 1) * 100 > percent
 
     def describe(self) -> str:
         change = (self.ratio - 1) * 100
