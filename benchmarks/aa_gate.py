@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from stackwars.results.comparison import ComparisonRow
+from stackwars.results.comparison import FAIL, ComparisonRow, Gate, decide
 from stackwars.service import api
 
 CELLS = ["--workload", "gemm", "--param", "n=512", "--stacks", "numpy:eager,jax:jit,torch:eager"]
@@ -36,14 +36,15 @@ def run_once(db: Path, repeat: int, budget: float) -> str:
 
 
 def judged(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
+    states = decide(rows, Gate(fail_above=FAIL_ABOVE)).states
     return [
         {
             "cell": row.label,
             "verdict": row.result.verdict if row.result else row.note,
             "ratio": row.result.ratio if row.result else None,
-            "false_alarm": row.regression_above(FAIL_ABOVE),
+            "false_alarm": state == FAIL,
         }
-        for row in rows
+        for row, state in zip(rows, states, strict=True)
     ]
 
 

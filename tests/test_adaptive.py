@@ -13,7 +13,7 @@ import pytest
 
 from stackwars import workloads
 from stackwars.claims.spec import parse_relation
-from stackwars.claims.verdict import INCONCLUSIVE, judge_factor
+from stackwars.claims.verdict import FAILS, INCONCLUSIVE, judge_factor
 from stackwars.config import RunOptions
 from stackwars.errors import UsageError
 from stackwars.results.run import Run, now
@@ -200,3 +200,40 @@ def test_no_second_look_without_budget_for_one_cell() -> None:
 def single_planned() -> api.PlannedRun:
     record = Run(id="r", started=now(), machine={}, versions={}, argv=[], status="running")
     return api.PlannedRun(record, [], RunOptions(), [])
+
+
+def test_claims_share_their_error_budget_over_every_look() -> None:
+    settings = adaptive.Adaptive(min_workers=3, max_workers=10)
+    assert settings.looks == 8 and settings.alpha == pytest.approx(0.05 / 8)
+
+
+def stopped_verdict(seed: int, alpha: float) -> str:
+    """A claim checked the way --repeat auto checks it: 3 workers a side, then one more a
+    side at a time, stopping at the first verdict that is not inconclusive (10 at most). The
+    true factor sits on the claimed bound, so 'fails' is a false verdict."""
+    rng = random.Random(seed)
+    relation = parse_relation(">= 1.5", "x")
+
+    def side(center: float, count: int) -> list[list[float]]:
+        return [[center * math.exp(rng.gauss(0, 0.1))] for _ in range(count)]
+
+    subject, baseline = side(1.0, 3), side(1.5, 3)
+    for _ in range(3, 11):
+        judged = judge_factor(subject, baseline, relation, alpha)
+        if judged.verdict != INCONCLUSIVE:
+            return judged.verdict
+        subject += side(1.0, 1)
+        baseline += side(1.5, 1)
+    return INCONCLUSIVE
+
+
+def test_stopping_at_the_first_verdict_keeps_its_level_only_with_the_shared_budget() -> None:
+    """At the bound, each look's interval says 'fails' with probability alpha / 2; stopping
+    at the first verdict inflates that over eight looks unless each look uses the share
+    ``Adaptive.alpha``."""
+    shared = adaptive.Adaptive(min_workers=3, max_workers=10).alpha
+    runs = 400
+    naive = sum(stopped_verdict(seed, 0.05) == FAILS for seed in range(runs))
+    corrected = sum(stopped_verdict(seed, shared) == FAILS for seed in range(runs))
+    assert naive > 0.025 * runs * 1.4  # the optional-stopping inflation
+    assert corrected <= 0.025 * runs

@@ -79,6 +79,7 @@ def test_the_wheel_holds_py_typed_the_run_schema_and_the_one_version(tmp_path: P
         names = archive.namelist()
     assert "stackwars/py.typed" in names
     assert "stackwars/results/run.schema.json" in names
+    assert "stackwars/results/comparison.schema.json" in names
 
 
 def test_warnings_go_to_stderr(

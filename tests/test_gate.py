@@ -4,6 +4,7 @@ must fail ``compare`` and ``ab`` (a broken candidate never passes)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import subprocess
@@ -12,18 +13,34 @@ from pathlib import Path
 
 import pytest
 
+from stackwars.commands.options import EXIT_UNDERPOWERED, gate_exit
 from stackwars.errors import UsageError
-from stackwars.results.comparison import ComparisonRow, Gate
+from stackwars.report.comparison import COMPARISON_FORMAT, comparison_json, comparison_markdown
+from stackwars.results.comparison import (
+    FAIL,
+    PASS,
+    PASSED,
+    UNDECIDED_ROW,
+    UNDERPOWERED,
+    ComparisonRow,
+    Gate,
+    compare_run_sets,
+    compare_runs,
+    decide,
+)
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Steady
 from stackwars.service import ab, stored
 from stackwars.timing.compare import (
     DEFAULT_RUN_DRIFT,
-    EQUIVALENT,
-    SLOWER_UNSURE,
+    DEFAULT_RUN_DRIFT_DF,
     UNDECIDED,
     Comparison,
+    LogDifference,
+    compare,
+    compare_run_means,
 )
+from stackwars.timing.sequential import Looks
 
 REGRESSED = Path(__file__).resolve().parents[1] / "benchmarks" / "power" / "regressed_gemm.py"
 CELL = ["--workload-file", str(REGRESSED), "--workload", "regressed-gemm", "--param", "n=48"]
@@ -32,25 +49,55 @@ TWO_SIZES = ["--workload-file", str(REGRESSED), "--workload", "regressed-gemm"]
 TWO_SIZES += ["--param", "n=32,48"]
 
 
-def row(verdict: str, ratio: float, low: float, high: float, note: str = "") -> ComparisonRow:
-    result = Comparison(ratio, low, high, 0.01, verdict, 0.05, workers=(3, 3))
-    return ComparisonRow("cell", 1.0, ratio, result, note)
+def row(ratio: float, se: float, name: str = "cell") -> ComparisonRow:
+    """A compared row whose evidence is a trimmed t of 10 + 10 workers."""
+    parts = LogDifference(math.log(ratio), se, 18.0, se)
+    result = Comparison(ratio, ratio, ratio, 0.5, UNDECIDED, 0.05, workers=(10, 10), evidence=parts)
+    return ComparisonRow(name, 1.0, ratio, result)
 
 
-def test_a_cell_is_settled_when_it_fails_or_is_shown_within_the_limit() -> None:
-    gate = Gate(fail_above=5)
-    assert ab.settled(row(SLOWER_UNSURE, 1.12, 1.02, 1.25), gate)  # fails: decided
-    assert ab.settled(row(EQUIVALENT, 1.0, 0.98, 1.03), gate)
-    assert ab.settled(row(UNDECIDED, 0.97, 0.9, 1.04), gate)  # cannot be 5 % slower
-    assert not ab.settled(row(UNDECIDED, 1.03, 0.95, 1.12), gate)
-    assert not ab.settled(row(SLOWER_UNSURE, 1.03, 1.01, 1.08), gate)  # may pass 5 %
-    assert ab.settled(ComparisonRow("cell", None, None, None, "not comparable"), gate)
+GATE = Gate(fail_above=5)
 
 
-def test_without_a_gate_a_cell_is_settled_by_a_verdict_that_is_sure() -> None:
-    assert ab.settled(row(EQUIVALENT, 1.0, 0.98, 1.03), Gate())
-    assert not ab.settled(row(UNDECIDED, 1.03, 0.95, 1.12), Gate())
-    assert not ab.settled(row(SLOWER_UNSURE, 1.08, 1.01, 1.2), Gate())
+def test_a_clear_regression_fails_and_a_tight_equal_cell_passes() -> None:
+    verdict = decide([row(1.2, 0.01), row(1.0, 0.005, "same")], GATE)
+    assert verdict.outcome == FAIL and verdict.states == (FAIL, PASSED)
+    assert verdict.failures[0].startswith("REGRESSION above 5%: cell")
+    assert decide([row(1.0, 0.005)], GATE).outcome == PASS
+
+
+def test_a_cell_neither_shown_slower_nor_within_leaves_the_gate_underpowered() -> None:
+    verdict = decide([row(1.0, 0.005), row(1.03, 0.05, "wide")], GATE)
+    assert verdict.outcome == UNDERPOWERED and verdict.states == (PASSED, UNDECIDED_ROW)
+    assert verdict.undecided == ("undecided: wide: undecided; more workers would decide it",)
+    assert verdict.headline().startswith("Gate: UNDERPOWERED (1 of 2 judged cells undecided")
+    strict = decide([row(1.03, 0.05)], Gate(fail_above=5, fail_on_undecided=True))
+    assert strict.outcome == FAIL and "--fail-on-undecided" in strict.headline()
+
+
+def test_an_empty_comparison_is_never_a_pass() -> None:
+    verdict = decide([], GATE)
+    assert verdict.outcome == UNDERPOWERED and gate_exit(verdict) == EXIT_UNDERPOWERED
+    assert "nothing was compared" in verdict.headline()
+    lost = ComparisonRow("new", None, None, None, "only in the candidate run")
+    assert decide([lost], GATE).outcome == UNDERPOWERED
+
+
+def test_the_family_is_every_cell_and_holm_controls_it() -> None:
+    """Twenty cells each at p just below alpha / 2: one cell alone would fail, the family
+    does not (Holm's first level is alpha / 20)."""
+    rows = [row(1.1, 0.045, f"c{i}") for i in range(20)]
+    alone = decide(rows[:1], GATE)
+    together = decide(rows, GATE)
+    assert alone.outcome == FAIL and together.outcome != FAIL
+    assert together.family.hypotheses == 20 and together.family.procedure == "holm"
+    assert "20 regression tests" in together.headline()
+
+
+def test_exit_statuses_are_distinct() -> None:
+    outcomes = [decide([row(1.2, 0.01)], GATE), decide([row(1.0, 0.005)], GATE), decide([], GATE)]
+    assert [gate_exit(v) for v in outcomes] == [1, 0, EXIT_UNDERPOWERED]
+    assert EXIT_UNDERPOWERED not in (0, 1, 2) and gate_exit(None) == 0
 
 
 def test_a_session_refuses_options_it_sets_itself(tmp_path: Path) -> None:
@@ -65,9 +112,9 @@ def test_a_session_refuses_options_it_sets_itself(tmp_path: Path) -> None:
         ab.check(budget)
 
 
-def test_looks_share_alpha() -> None:
+def test_a_session_looks_from_its_first_round_to_its_last() -> None:
     session = ab.Session((), ab.Side("b"), ab.Side("c"), Path(), min_rounds=3, max_rounds=10)
-    assert session.looks == 8 and session.alpha == pytest.approx(0.05 / 8)
+    assert session.looks == Looks(3, 10) and session.looks.count == 8
 
 
 def stackwars(
@@ -108,7 +155,10 @@ def test_a_broken_or_missing_candidate_cell_fails_the_gate(tmp_path: Path) -> No
     )
     assert "REGRESS_FAIL is set" in out
     allowed = ["--fail-above", "5", "--allow-failures"]
-    assert stackwars("compare", str(base), str(broken), *allowed, cwd=tmp_path).returncode == 0
+    # The broken cell is let through; the other has one worker a side: nothing is decided.
+    done = stackwars("compare", str(base), str(broken), *allowed, cwd=tmp_path)
+    assert done.returncode == EXIT_UNDERPOWERED, done.stdout
+    assert done.stdout.startswith("Gate: UNDERPOWERED")
     fewer = measured(tmp_path, "fewer")
     done = stackwars("compare", str(base), str(fewer), "--fail-above", "5", cwd=tmp_path)
     assert done.returncode == 1
@@ -155,6 +205,21 @@ def test_an_ab_session_stops_when_a_large_regression_is_decided(tmp_path: Path) 
 
 @pytest.mark.slow
 @pytest.mark.serial
+def test_an_a_a_session_passes_on_real_workers(tmp_path: Path) -> None:
+    """Nothing changed, one cell, a limit wide enough for this shared machine: the session
+    shows the cell within it and says pass first."""
+    argv = ["ab", "--fail-above", "20", "--out", str(tmp_path / "s")]
+    argv += ["--markdown", str(tmp_path / "ab.md"), "--json", str(tmp_path / "ab.json")]
+    done = stackwars(*argv, "--", *CELL, *QUICK, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    markdown = (tmp_path / "ab.md").read_text(encoding="utf-8")
+    assert markdown.startswith("**Gate: PASS (all 1 judged cells shown within the limits")
+    data = json.loads((tmp_path / "ab.json").read_text(encoding="utf-8"))
+    assert data["outcome"] == "pass" and data["rows"][0]["comparison"]["unit"] == "round"
+
+
+@pytest.mark.slow
+@pytest.mark.serial
 def test_an_ab_session_fails_a_broken_candidate_and_says_why(tmp_path: Path) -> None:
     argv = ["ab", "--candidate-env", "REGRESS_FAIL=1", "--fail-above", "5"]
     done = stackwars(*argv, "--out", str(tmp_path / "s"), "--", *CELL, *QUICK, cwd=tmp_path)
@@ -175,16 +240,17 @@ def run_at(started: str) -> Run:
     return Run(id=started, started=started, machine={}, versions={}, argv=[], status="complete")
 
 
-def test_runs_that_alternate_in_time_need_no_drift_allowance() -> None:
-    a1, b1, a2, b2 = (run_at(f"2026-11-25T10:00:0{i}+00:00") for i in range(4))
-    assert stored.interleaved([a1, a2], [b1, b2])
-    assert stored.run_drift([a1, a2], [b1, b2], None) == 0.0
-    assert not stored.interleaved([a1, b1], [a2, b2])  # the baseline's all first
-    assert not stored.interleaved([a1], [b1])
-    assert stored.run_drift([a1], [b1], None) == DEFAULT_RUN_DRIFT
-    assert stored.run_drift([a1], [b1], 1.5) == pytest.approx(0.015)
+def test_two_single_runs_add_the_drift_estimate_with_its_uncertainty() -> None:
+    assert stored.run_drift(None) == (DEFAULT_RUN_DRIFT, DEFAULT_RUN_DRIFT_DF)
+    assert stored.run_drift(1.5) == (pytest.approx(0.015), math.inf)  # the user's, as given
     with pytest.raises(UsageError, match="--run-drift 120"):
-        stored.run_drift([a1], [b1], 120)
+        stored.run_drift(120)
+    base = [[1e-3 * (1 + 0.001 * i)] for i in range(10)]
+    cand = [[1.001e-3 * (1 + 0.001 * i)] for i in range(10)]
+    known = compare(base, cand, run_drift=0.04)
+    estimated = compare(base, cand, run_drift=0.04, run_drift_df=DEFAULT_RUN_DRIFT_DF)
+    assert estimated.ci_high > known.ci_high  # five degrees of freedom, not infinitely many
+    assert known.ci_high == pytest.approx(compare(base, cand, run_drift=0.04).ci_high)
 
 
 def test_several_runs_a_side_are_pooled(tmp_path: Path) -> None:
@@ -208,8 +274,146 @@ def test_several_runs_a_side_are_pooled(tmp_path: Path) -> None:
     base = ",".join(str(path) for path in files[0::2])
     cand = ",".join(str(path) for path in files[1::2])
     _, _, (row,) = stored.compare(base, cand)
-    assert row.result is not None and row.result.workers == (3, 3)
+    # The runs are the units (three a side), not their workers: interleaved or not, each run
+    # has its own machine state.
+    assert row.result is not None and row.result.workers == (3, 3) and row.result.unit == "run"
     components = row.result.components
-    assert components is not None and components.run_drift == 0.0  # they alternate
+    assert components is not None and components.run_drift == 0.0
+    _, _, (few,) = stored.compare(files[0].as_posix(), cand)  # one run against three
+    assert few.result is not None and few.result.unit == "run" and few.result.workers == (1, 3)
+    assert few.result.evidence is not None
     with pytest.raises(UsageError, match="names no run"):
         stored.load_side(" , ")
+
+
+def test_runs_as_units_count_the_run_to_run_spread() -> None:
+    """Runs whose workers agree closely but whose runs move 8 % apart: pooled as workers,
+    an identical candidate looks significantly different; run by run, it does not."""
+    rng = random.Random(7)
+    sides = []
+    for _ in range(2):
+        side = []
+        for _ in range(3):
+            run_level = 1e-3 * math.exp(rng.gauss(0, 0.08))
+            side.append([run_level * (1 + rng.gauss(0, 0.005)) for _ in range(4)])
+        sides.append(side)
+    by_runs = compare_run_means(*sides)
+    pooled = compare([[x] for run in sides[0] for x in run], [[x] for run in sides[1] for x in run])
+    assert pooled.ci_low > 1  # the workers alone call it slower
+    assert by_runs.ci_low < 1 < by_runs.ci_high
+    assert by_runs.verdict == UNDECIDED and by_runs.reason == "more runs a side would decide it"
+
+
+COMPARISON_SCHEMA = json.loads(
+    (Path(ab.__file__).parents[1] / "results" / "comparison.schema.json").read_text("utf-8")
+)
+
+
+@pytest.mark.parametrize(
+    ("rows", "outcome"),
+    [([row(1.2, 0.01)], "fail"), ([row(1.0, 0.005)], "pass"), ([], "underpowered")],
+)
+def test_the_json_and_markdown_state_the_outcome_and_the_family(
+    rows: list[ComparisonRow], outcome: str
+) -> None:
+    import jsonschema
+
+    verdict = decide(rows, GATE)
+    data = json.loads(json.dumps(comparison_json(rows, GATE, verdict, gate_exit(verdict))))
+    jsonschema.validate(data, COMPARISON_SCHEMA)
+    assert data["format"] == COMPARISON_FORMAT == 2 and data["outcome"] == outcome
+    assert data["family"]["procedure"] == "holm" and data["family"]["alpha"] == 0.05
+    assert data["exit_status"] == gate_exit(verdict)
+    markdown = comparison_markdown(rows, "title", verdict)
+    assert markdown.splitlines()[0].startswith(f"**Gate: {outcome.upper()} (")
+    assert "Holm" in markdown.splitlines()[0]
+
+
+def fake_rounds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cells: int) -> None:
+    """ab's rounds without processes: each side's run file holds ``cells`` identical cells."""
+    rng = random.Random(11)
+
+    def fake_round(session: ab.Session, side: ab.Side, index: int) -> Path:
+        record = run_at(f"2026-11-26T10:00:{index:02d}+00:00")
+        record.cells = [
+            Cell(
+                workload=f"w{i}", params={}, stack="numpy:eager", status="ok",
+                steady=Steady(median_s=1e-3, samples_s=[1e-3 * (1 + rng.gauss(0, 0.01))] * 3),
+            )
+            for i in range(cells)
+        ]  # fmt: skip
+        path = tmp_path / f"{side.name}-{index}.json"
+        record.write_json(path)
+        return path
+
+    monkeypatch.setattr(ab, "_round", fake_round)
+    monkeypatch.setattr(ab, "side_version", lambda interpreter, budget: "test")
+
+
+def test_a_budget_that_cannot_reach_the_first_look_stops_after_one_round_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """docs/ci.md's recipe on this machine: 322 s a round, 900 s: the session stops after one
+    round, every cell in its table, underpowered, with the budget that would decide."""
+    fake_rounds(monkeypatch, tmp_path, cells=27)
+    ticks = iter([0.0, 322.0])
+    session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), tmp_path, gate=GATE)
+    heard: list[str] = []
+    outcome = ab.run_session(session, heard.append, lambda: next(ticks))
+    assert outcome.rounds == 1 and "cannot reach the first look" in outcome.stopped
+    assert len(outcome.rows) == 27 and outcome.verdict is not None
+    assert outcome.verdict.outcome == UNDERPOWERED and gate_exit(outcome.verdict) == 3
+    assert "the budget (900 s) allows 2 round(s)" in outcome.plan
+    assert "failing one of 27 cell(s) needs at least 10 rounds" in outcome.plan
+    assert "--time-budget 3220" in outcome.plan and heard[0] == outcome.plan
+
+
+def test_a_session_with_time_enough_decides_an_a_a_suite_of_quiet_cells(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_rounds(monkeypatch, tmp_path, cells=3)
+    ticks = iter(float(t) for t in range(20))
+    session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), tmp_path, gate=GATE)
+    outcome = ab.run_session(session, lambda text: None, lambda: next(ticks))
+    assert outcome.verdict is not None and outcome.verdict.outcome == PASS
+    assert outcome.stopped == "every cell decided" and outcome.rounds < session.max_rounds
+
+
+def run_of(rng: random.Random, cells: int, run_sd: float, workers: int = 3) -> list[Cell]:
+    """One separate run: every cell moved by the run's own effect, then its workers' spread."""
+    shift = rng.gauss(0, run_sd)
+    return [
+        Cell(
+            workload=f"w{i}", params={}, stack="numpy:eager", repeat=r, status="ok",
+            steady=Steady(median_s=1e-3, samples_s=[1e-3 * math.exp(shift + rng.gauss(0, 0.05))]),
+        )
+        for i in range(cells)
+        for r in range(workers)
+    ]  # fmt: skip
+
+
+def suite_alarms(runs_a_side: int, run_sd: float, pairs: int, *, as_runs: bool = True) -> int:
+    """A/A pairs of 9-cell suites, compared as `compare --fail-above 5` compares them."""
+    rng = random.Random(runs_a_side)
+    alarms = 0
+    for _ in range(pairs):
+        base = [run_of(rng, 9, run_sd) for _ in range(runs_a_side)]
+        cand = [run_of(rng, 9, run_sd) for _ in range(runs_a_side)]
+        if runs_a_side > 1 and as_runs:
+            rows = compare_run_sets(base, cand, 0.05, 0.05)
+        else:
+            drift = (DEFAULT_RUN_DRIFT, DEFAULT_RUN_DRIFT_DF) if runs_a_side == 1 else (0.0, 1.0)
+            flat_b, flat_c = [c for r in base for c in r], [c for r in cand for c in r]
+            rows = compare_runs(flat_b, flat_c, 0.05, run_drift=drift[0], run_drift_df=drift[1])
+        alarms += decide(rows, GATE).outcome == FAIL
+    return alarms
+
+
+def test_separate_runs_keep_the_suite_false_alarm_rate() -> None:
+    """Two single runs whose run effect is the default's 4 %, and three runs a side whose run
+    effect is 10 % (numpy's estimate): at most 5 % of suites fail. Pooling the three runs'
+    workers as if they were one run's, as compare used to, fails far more."""
+    pairs = 60
+    assert suite_alarms(1, DEFAULT_RUN_DRIFT, pairs) <= 0.05 * pairs
+    assert suite_alarms(3, 0.10, pairs) <= 0.05 * pairs
+    assert suite_alarms(3, 0.10, pairs, as_runs=False) > 0.05 * pairs

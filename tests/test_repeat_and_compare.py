@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from stackwars.cli import main
+from stackwars.commands.options import EXIT_UNDERPOWERED
 from stackwars.errors import ParameterError
 from stackwars.report.table import build_tables
 from stackwars.results import store
@@ -95,10 +96,12 @@ def two_runs(tmp_path: Path) -> Path:
 def test_one_worker_per_side_is_inconclusive_and_never_fails_the_gate(
     two_runs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["compare", "a", "b", "--db", str(two_runs), "--fail-above", "10"]) == 0
+    argv = ["compare", "a", "b", "--db", str(two_runs), "--fail-above", "10"]
+    assert main(argv) == EXIT_UNDERPOWERED  # never a pass: nothing was decided
     out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("Gate: UNDERPOWERED (2 of 2 judged cells undecided")
     assert "inconclusive" in out and "REGRESSION" not in out
-    assert "not judged against --fail-above: gemm(n=8) jax:jit @ cpu: 1 and 1 worker(s)" in out
+    assert "undecided: gemm(n=8) jax:jit @ cpu: inconclusive; 1 and 1 worker(s)" in out
     assert "--repeat 3" in out and "--within-process" in out
 
 
@@ -115,7 +118,8 @@ def test_within_process_statistics_when_asked_by_name(
     assert "geometric mean of ratios: 1.41" in out
     assert main([*argv, "--fail-above", "10"]) == 1
     assert "REGRESSION above 10%: gemm(n=8) jax:jit @ cpu" in capsys.readouterr().out
-    assert main([*argv, "--fail-above", "150"]) == 0
+    # No cell fails; blocks of one process cannot show a cell within the limit either.
+    assert main([*argv, "--fail-above", "150"]) == EXIT_UNDERPOWERED
 
 
 def workers(stack: str, center: float, seed: int, process_noise: float = 0.10) -> list[Cell]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from stackwars.cli import main
+from stackwars.commands.options import EXIT_UNDERPOWERED
 from stackwars.report.history import HISTORY_JSON_VERSION
 from stackwars.results import metadata, store
 from stackwars.results.run import Run, now
@@ -53,12 +54,15 @@ def test_compare_reads_exported_files_and_writes_markdown_json_and_the_summary(
     assert main(argv) == 1
     assert "REGRESSION above 10%" in capsys.readouterr().out
     markdown = (tmp_path / "c.md").read_text(encoding="utf-8")
-    assert markdown.startswith("### slow against base") and "| slower † |" in markdown
-    assert "† separate runs: each interval includes a run-to-run drift of 4.0 %" in markdown
+    first, _, rest = markdown.partition("\n\n")
+    assert first.startswith("**Gate: FAIL (1 failure(s); family: 1 regression tests")
+    assert rest.startswith("### slow against base") and "| slower † |" in markdown
+    assert "† two single runs: each interval includes a run-to-run drift of 4.0 %" in markdown
     assert "- REGRESSION above 10%: gemm(n=8) numpy:eager @ cpu" in markdown
     assert summary.read_text(encoding="utf-8") == markdown + "\n"
     written = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
-    assert written["format"] == 1 and written["gate"]["fail_above"] == 10
+    assert written["format"] == 2 and written["gate"]["fail_above"] == 10
+    assert written["outcome"] == "fail" and written["exit_status"] == 1
     (row,) = written["rows"]
     assert row["comparison"]["verdict"] == "slower" and row["comparison"]["workers"] == [3, 3]
 
@@ -68,11 +72,13 @@ def test_runs_from_different_machines_are_never_judged(
 ) -> None:
     base = exported(tmp_path, "base", 1e-3, 1, "aaaaaaaaaaaa")
     slow = exported(tmp_path, "slow", 2e-3, 2, "bbbbbbbbbbbb")
-    assert main(["compare", str(base), str(slow), "--fail-above", "10"]) == 0
+    argv = ["compare", str(base), str(slow), "--fail-above", "10"]
+    assert main(argv) == EXIT_UNDERPOWERED
     captured = capsys.readouterr()
     out, err = " ".join(captured.out.split()), " ".join(captured.err.split())
     assert "warning: the runs come from different machines" in err
-    assert "not judged against --fail-above" in out and "REGRESSION" not in out
+    assert out.startswith("Gate: UNDERPOWERED") and "REGRESSION" not in out
+    assert "undecided: gemm(n=8) numpy:eager @ cpu: inconclusive; the runs come from" in out
 
 
 def test_import_adds_an_exported_run_once(

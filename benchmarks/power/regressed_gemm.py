@@ -1,5 +1,5 @@
 """A GEMM with a regression injected through environment variables, for the gate's tests and
-its power benchmark (benchmarks/power/power_gate.py). Written the way the README's "Your own
+its power benchmark (benchmarks/power/fresh_sessions.py). Written the way the README's "Your own
 workloads" shows.
 
 * parameter ``extra=F`` (or ``REGRESS_EXTRA=F``, added to it): the function computes the

@@ -114,9 +114,12 @@ def _too_few(workers: tuple[int, ...]) -> str:
     )
 
 
-def judge_factor(subject: Samples, baseline: Samples, relation: Relation) -> Judgement:
-    """baseline / subject (above 1 the subject is faster or smaller) against the relation."""
-    result = compare(baseline, subject)  # its ratio is subject / baseline
+def judge_factor(
+    subject: Samples, baseline: Samples, relation: Relation, alpha: float = DEFAULT_ALPHA
+) -> Judgement:
+    """baseline / subject (above 1 the subject is faster or smaller) against the relation,
+    with a ``1 - alpha`` interval."""
+    result = compare(baseline, subject, alpha=alpha)  # its ratio is subject / baseline
     value, low, high = 1 / result.ratio, 1 / result.ci_high, 1 / result.ci_low
     workers = (result.workers[1], result.workers[0])
     if min(workers) < MIN_WORKERS:
@@ -127,7 +130,7 @@ def judge_factor(subject: Samples, baseline: Samples, relation: Relation) -> Jud
     bound = relation.low if relation.low is not None and low < relation.low else relation.high
     assert bound is not None  # an interval straddles a bound that exists
     needed = workers_to_separate(
-        abs(math.log(value / bound)), result.components.between_workers, DEFAULT_ALPHA
+        abs(math.log(value / bound)), result.components.between_workers, alpha
     )
     why += (
         f"; about {needed} workers a side would likely decide it"
@@ -179,7 +182,9 @@ def judge_exact(value: float, relation: Relation) -> Judgement:
 
 
 def judge_crossover(
-    points: Sequence[tuple[float, Samples, Samples]], relation: Relation
+    points: Sequence[tuple[float, Samples, Samples]],
+    relation: Relation,
+    alpha: float = DEFAULT_ALPHA,
 ) -> Judgement:
     """``points``: (swept value, subject samples, baseline samples), in increasing value. The
     value judged is where the subject overtakes the baseline for good (interpolated in log-log
@@ -187,7 +192,7 @@ def judge_crossover(
     values; the stacks must be told apart at both."""
     if len(points) < 2:
         return Judgement(INCONCLUSIVE, reason="a crossover needs two or more swept values")
-    results = [compare(baseline, subject) for _, subject, baseline in points]
+    results = [compare(baseline, subject, alpha=alpha) for _, subject, baseline in points]
     workers = (min(r.workers[1] for r in results), min(r.workers[0] for r in results))
     if min(workers) < MIN_WORKERS:
         return Judgement(INCONCLUSIVE, reason=_too_few(workers), workers=workers)
@@ -199,12 +204,12 @@ def judge_crossover(
     while start > 0 and factors[start - 1] > 1:
         start -= 1
     if start in (0, len(points)):
-        return _no_crossing(start == 0, values, clear, results, workers)
+        return _no_crossing(start == 0, values, clear, results, workers, alpha=alpha)
     low, high = values[start - 1], values[start]
     at = _crossing(low, high, factors[start - 1], factors[start])
     if clear[start - 1] != -1 or clear[start] != 1:
         why = f"the two stacks cannot be told apart at {low:g} or {high:g} (intervals reach 1×)"
-        needed = _workers_to_tell_apart(results[start - 1 : start + 1])
+        needed = _workers_to_tell_apart(results[start - 1 : start + 1], alpha)
         return Judgement(INCONCLUSIVE, at, low, high, why + _needed(needed), workers, needed)
     # The crossing lies strictly between the two values: one that is a bound is outside it.
     beyond = (relation.high is not None and low >= relation.high) or (
@@ -223,6 +228,8 @@ def _no_crossing(
     clear: Sequence[int],
     results: Sequence[Comparison],
     workers: tuple[int, int],
+    *,
+    alpha: float,
 ) -> Judgement:
     """The subject faster at every swept value, or at none: fails when the end value shows it,
     else inconclusive with the workers that would tell the stacks apart there."""
@@ -233,17 +240,17 @@ def _no_crossing(
         why = f"the subject is not faster at the largest value ({values[-1]:g})"
     if clear[end] == (1 if at_start else -1):
         return Judgement(FAILS, reason=why, workers=workers)
-    needed = _workers_to_tell_apart([results[end]])
+    needed = _workers_to_tell_apart([results[end]], alpha)
     return Judgement(
         INCONCLUSIVE, reason=why + _needed(needed), workers=workers, workers_needed=needed
     )
 
 
-def _workers_to_tell_apart(results: Sequence[Comparison]) -> int | None:
+def _workers_to_tell_apart(results: Sequence[Comparison], alpha: float) -> int | None:
     """Workers a side that would likely separate each comparison's ratio from 1× (None when
     some one would need more than ``MOST_WORKERS_ESTIMATED``)."""
     needs = [
-        workers_to_separate(abs(math.log(r.ratio)), r.components.between_workers, DEFAULT_ALPHA)
+        workers_to_separate(abs(math.log(r.ratio)), r.components.between_workers, alpha)
         if r.components is not None and r.ratio != 1
         else None
         for r in results

@@ -8,17 +8,20 @@ import json
 import shlex
 from pathlib import Path
 
-from stackwars.commands.options import Subparsers, add_gate_options, add_threshold
+from stackwars.commands.options import (
+    Subparsers,
+    add_gate_options,
+    add_threshold,
+    gate_exit,
+    gate_of,
+)
 from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
 from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
 from stackwars.report.console import report_console
-from stackwars.results.comparison import Gate, gate_failures
 from stackwars.results.jsonio import write_atomically
 from stackwars.service import ab
 from stackwars.service.api import Interpreter
-
-EXIT_GATE = 1
 
 
 def add_ab(subparsers: Subparsers) -> None:
@@ -33,7 +36,8 @@ def add_ab(subparsers: Subparsers) -> None:
             "The sides differ by their Python (--baseline-python: another venv with other "
             "framework versions and this stackwars), environment variables (--candidate-env) "
             "or stackwars run options (--candidate-options). Every round's run file is kept "
-            "in --out. Exit 1 when the gate fails (--fail-above, --fail-memory-above)."
+            "in --out. With a gate (--fail-above, --fail-memory-above) the session ends pass "
+            "(exit 0), fail (exit 1) or underpowered (exit 3; 1 with --fail-on-undecided)."
         ),
         epilog=(
             "example: stackwars ab --candidate-env XLA_FLAGS=--xla_cpu_use_thunk_runtime=false "
@@ -95,23 +99,24 @@ def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
     console.print(f"A/B session in {session.out_dir} (each round's run file is kept there)")
     outcome = ab.run_session(session, console.print, ab.default_clock)
+    status = gate_exit(outcome.verdict)
     title = (
         f"candidate against baseline: {outcome.rounds} rounds, {outcome.elapsed_s:.0f} s, "
-        f"{outcome.stopped} (threshold {args.threshold:g}%, alpha {session.alpha:.3g} a look)"
+        f"{outcome.stopped} (threshold {args.threshold:g}%, {session.describe_looks()})"
     )
-    for part in comparison_report(outcome.rows, title, session.gate):
+    for part in comparison_report(outcome.rows, title, outcome.verdict):
         console.print(part)
     console.print(f"stackwars versions: {outcome.versions}")
     console.print(f"again, from the files: {ab.compare_command(outcome.files)}", soft_wrap=True)
     if args.markdown:
-        markdown = comparison_markdown(outcome.rows, title, session.gate)
-        Path(args.markdown).write_text(markdown, encoding="utf-8")
+        markdown = comparison_markdown(outcome.rows, title, outcome.verdict)
+        Path(args.markdown).write_text(markdown + f"- {outcome.plan}\n", encoding="utf-8")
     if args.json:
-        data = comparison_json(outcome.rows, session.gate)
+        data = comparison_json(outcome.rows, session.gate, outcome.verdict, status)
         data["session"] = {"rounds": outcome.rounds, "elapsed_s": outcome.elapsed_s}
-        data["session"] |= {"stopped": outcome.stopped, "alpha_per_look": session.alpha}
+        data["session"] |= {"stopped": outcome.stopped, "plan": outcome.plan}
         write_atomically(Path(args.json), json.dumps(data, indent=1))
-    return EXIT_GATE if gate_failures(outcome.rows, session.gate) else 0
+    return status
 
 
 def session_of(args: argparse.Namespace) -> ab.Session:
@@ -125,7 +130,7 @@ def session_of(args: argparse.Namespace) -> ab.Session:
         candidate=side_of(args, "candidate"),
         out_dir=Path(args.out or Path("stackwars-ab") / stamp),
         threshold=args.threshold / 100,
-        gate=Gate(args.fail_above, args.fail_memory_above, args.allow_failures),
+        gate=gate_of(args),
         min_rounds=args.min_rounds,
         max_rounds=args.max_rounds,
         time_budget_s=args.time_budget,

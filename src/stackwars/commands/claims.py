@@ -18,7 +18,7 @@ from stackwars.report.console import report_console, warn
 from stackwars.report.progress import Progress
 from stackwars.results.jsonio import write_atomically
 from stackwars.service import adaptive, api, claimcheck
-from stackwars.timing.compare import MIN_WORKERS
+from stackwars.timing.compare import DEFAULT_ALPHA, MIN_WORKERS
 
 EXIT_CLAIM_FAILS = 1
 # Both commands' description.
@@ -137,7 +137,9 @@ def _check(chosen: list[Claim], args: argparse.Namespace, argv: list[str]) -> in
         if not args.quiet:
             console.print(Text(text))
 
-    judged = claimcheck.conclude(prepared, record, results, note)
+    # Each look of --repeat auto shares the budget (adaptive.Adaptive.alpha).
+    alpha = settings.alpha if settings is not None else DEFAULT_ALPHA
+    judged = claimcheck.conclude(prepared, record, results, note, alpha)
     console.print(claims_table(judged, f"Claims checked in run {record.id}"))
     console.print(
         Text(

@@ -8,6 +8,9 @@ import argparse
 from typing import Any, TypeAlias
 
 from stackwars.config import EXECUTORS, MATMUL_PRECISIONS
+from stackwars.errors import UsageError
+from stackwars.results.comparison import PASS, UNDERPOWERED, Gate, GateVerdict
+from stackwars.timing.family import DEFAULT_FAMILY_ALPHA
 
 # Written as a string: argparse's action class is not subscriptable at run time.
 Subparsers: TypeAlias = "argparse._SubParsersAction[Any]"
@@ -108,7 +111,35 @@ def add_verdict_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# The gate's exit statuses (2 is bad input, argparse's and UsageError's): distinct, so that a
+# CI step can tell "regressed" from "could not tell" (docs/ci.md shows both uses).
+EXIT_FAIL = 1
+EXIT_UNDERPOWERED = 3
+
+
+def gate_exit(verdict: GateVerdict | None) -> int:
+    """The exit status of a gate's outcome (0 without a gate)."""
+    if verdict is None or verdict.outcome == PASS:
+        return 0
+    return EXIT_UNDERPOWERED if verdict.outcome == UNDERPOWERED else EXIT_FAIL
+
+
 def add_gate_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=DEFAULT_FAMILY_ALPHA * 100,
+        metavar="PCT",
+        help="the gate's false-alarm budget per suite run: every cell x {time, memory} (and "
+        "every look of 'ab') is one family, controlled by Holm's procedure "
+        f"({DEFAULT_FAMILY_ALPHA * 100:g})",
+    )
+    parser.add_argument(
+        "--fail-on-undecided",
+        action="store_true",
+        help="an underpowered outcome (cells neither failed nor shown within the limits) "
+        "fails the gate (exit 1) instead of exiting 3",
+    )
     parser.add_argument(
         "--fail-memory-above",
         type=float,
@@ -121,6 +152,19 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a cell ok in the baseline and failed or absent in the candidate does not fail "
         "the gate (it is still listed)",
+    )
+
+
+def gate_of(args: argparse.Namespace) -> Gate:
+    """The gate the options of :func:`add_gate_options` and ``--fail-above`` ask for."""
+    if not 0 < args.alpha < 50:
+        raise UsageError(f"--alpha {args.alpha:g} must be a percentage in (0, 50) (5 by default)")
+    return Gate(
+        args.fail_above,
+        args.fail_memory_above,
+        args.allow_failures,
+        args.alpha / 100,
+        args.fail_on_undecided,
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from stackwars.commands.options import Subparsers, add_db, add_verdict_options
+from stackwars.commands.options import Subparsers, add_db, add_verdict_options, gate_exit
 from stackwars.report.behave import behave_report
 from stackwars.report.claims import claim_results, claims_markdown, claims_table
 from stackwars.report.comparison import comparison_report
@@ -17,20 +17,18 @@ from stackwars.report.console import report_console, warn
 from stackwars.report.crossover import sweep_table
 from stackwars.report.derived import derived_tables
 from stackwars.report.export import outcomes_csv, to_csv
-from stackwars.report.signals import signals_table
+from stackwars.report.signals import signals_table, speed_mode_table
 from stackwars.report.table import build_tables, failure_details, render_markdown, render_rich
 from stackwars.report.variants import variants_table
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.behave import outcome_from_dict
-from stackwars.results.comparison import Gate, gate_failures
+from stackwars.results.comparison import Gate, decide
 from stackwars.results.crossover import crossovers, find_sweeps
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
 from stackwars.results.schema import Cell
 from stackwars.results.variants import find_variants
 from stackwars.service import api
-
-EXIT_REGRESSION = 1
 
 
 def add_runs(subparsers: Subparsers) -> None:
@@ -127,6 +125,7 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
         console.print(table)
     if args.details:
         _details(console, cells)
+        console.print(speed_mode_table(record.cells))
     for variants in find_variants(cells):
         console.print(variants_table(variants))
     for sweep in find_sweeps(cells):
@@ -144,10 +143,10 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
         return 0
     rows = api.compare_with_stack(record, args.baseline, args.threshold, args.within_process)
     gate = Gate(fail_above=args.fail_above)
-    for part in comparison_report(rows, f"every stack against {args.baseline}", gate):
+    verdict = decide(rows, gate) if gate.active else None
+    for part in comparison_report(rows, f"every stack against {args.baseline}", verdict):
         console.print(part)
-    failed = bool(gate_failures(rows, gate))
-    return EXIT_REGRESSION if failed else 0
+    return gate_exit(verdict)
 
 
 def export(args: argparse.Namespace, argv: list[str]) -> int:

@@ -99,3 +99,71 @@ def signals_table(cells: Iterable[Cell]) -> RichTable:
     for row in signal_rows(cells):
         table.add_row(*row)
     return table
+
+
+SPEED_COLUMNS = (
+    "Cell",
+    "Stack",
+    "Worker",
+    "Median",
+    "THP (enabled/defrag)",
+    "Huge pages",
+    "CPUs last (allowed)",
+    "Page faults/call",
+    "Load 1 min",
+    "Other processes",
+)
+
+
+def speed_mode_rows(cells: Iterable[Cell]) -> list[tuple[str, ...]]:
+    """One tuple per ok worker, slowest last within a cell: what could have set its speed
+    (runner/speed_mode.py), so that workers at different speeds can be read side by side."""
+    ok = [cell for cell in cells if cell.status == "ok"]
+    ok.sort(key=lambda cell: (cell.label(), cell.steady.median_s or 0.0))
+    return [_speed_row(cell) for cell in ok]
+
+
+def _shown(value: object) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def _cpus(values: list[int] | None) -> str:
+    return "unknown" if values is None else ",".join(str(cpu) for cpu in values)
+
+
+def _speed_row(cell: Cell) -> tuple[str, ...]:
+    mode = cell.settings.get("speed_mode", {})
+    huge = mode.get("anon_huge_pages_kb")
+    background = cell.settings.get("background_cores")
+    faults = cell.cpu.page_faults_per_call
+    params = ", ".join(f"{key}={value}" for key, value in cell.params.items())
+    return (
+        f"{cell.workload}({params})",
+        stack_label(cell),
+        str(cell.repeat),
+        format_seconds(cell.steady.median_s),
+        f"{_shown(mode.get('thp_enabled'))}/{_shown(mode.get('thp_defrag'))}",
+        "unknown" if huge is None else format_bytes(huge * 1024),
+        f"{_cpus(mode.get('threads_last_cpus'))} ({_cpus(mode.get('allowed_cpus'))})",
+        "" if faults is None else f"{faults:.3g}",
+        "unknown" if mode.get("load_1min") is None else f"{mode['load_1min']:.2f}",
+        "" if background is None else f"{background:.2f} cores",
+    )
+
+
+def speed_mode_table(cells: Iterable[Cell]) -> RichTable:
+    table = RichTable(
+        title="What could set each worker's speed (show --details)",
+        title_justify="left",
+        title_style="bold",
+        caption="Per worker, fastest first within a cell. Huge pages: the worker's anonymous "
+        "memory in transparent huge pages after its timed blocks. Other processes: the CPU "
+        "they kept busy while the worker ran. Not yet measured: which of these explains "
+        "workers that land at different speeds (docs/results.md).",
+        caption_justify="left",
+    )
+    for name in SPEED_COLUMNS:
+        table.add_column(name, justify="left" if name in ("Cell", "Stack") else "right")
+    for row in speed_mode_rows(cells):
+        table.add_row(*row)
+    return table

@@ -3,21 +3,28 @@ pooled), or every stack against a baseline stack within one run; and the gate's 
 
 Statistics come from ``timing/compare.py``; rendering is ``report/comparison.py``'s.
 
-The gate (``gate_failures``) fails a comparison for any of:
+The gate (``decide``) ends in one of three outcomes:
 
-* a cell significantly slower by more than ``--fail-above`` percent (``Comparison.fails_gate``);
-* a cell ``ok`` in the baseline that is not ``ok`` in the candidate, or absent from it (a
-  crash, a timeout, a parity mismatch, a lost cell): a broken candidate never passes, unless
-  ``--allow-failures`` says so;
-* with ``--fail-memory-above``, a cell whose peak memory (the worker tree's resident peak, and
-  the device peak where one was measured) grew significantly by more than that percentage.
+* ``fail``: a cell ``ok`` in the baseline that is not ``ok`` in the candidate, or absent from
+  it (a crash, a timeout, a parity mismatch, a lost cell; ``--allow-failures`` lists it
+  without failing), or a regression: a cell whose time (``--fail-above``) or peak memory
+  (``--fail-memory-above``: the worker tree's resident peak, and the device peak where one was
+  measured) is significantly larger, the whole family of these tests controlled together
+  (``timing/family.py``: Holm at ``alpha`` over every cell x measure, every look counted),
+  and whose estimate is beyond the limit;
+* ``pass``: no failure, and every judged cell shown not slower (nor larger) than the limit,
+  each at ``alpha`` (an intersection-union test: the suite passes wrongly only if a truly
+  regressed cell passes its own test);
+* ``underpowered``: neither: the cells left undecided are listed with what would decide them.
+  A comparison that judged no cell is underpowered, never a pass.
 
-Cells on different machines are shown, never judged.
+Cells on different machines are shown, never judged (they leave the gate underpowered).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -28,10 +35,17 @@ from stackwars.timing.compare import (
     INCONCLUSIVE,
     Comparison,
     compare,
+    compare_paired,
+    compare_run_means,
     geometric_mean,
 )
+from stackwars.timing.family import Family, holm
+from stackwars.timing.sequential import Looks
 
 Key = tuple[str, str, str, str, bool]
+NOT_COMPARABLE = "not comparable"
+ONLY_CANDIDATE = "only in the candidate run"
+ONLY_BASELINE = "only in the baseline"
 
 
 @dataclass(frozen=True)
@@ -54,11 +68,9 @@ class ComparisonRow:
     broken: str = ""  # ok in the baseline, not in the candidate (or absent): what happened
     memory: tuple[MemoryChange, ...] = ()
 
-    def regression_above(self, percent: float) -> bool:
-        return self.result is not None and not self.note and self.result.fails_gate(percent)
-
-    def memory_above(self, percent: float) -> list[MemoryChange]:
-        return [change for change in self.memory if change.result.fails_gate(percent)]
+    @property
+    def judged(self) -> bool:
+        return self.result is not None and not self.note
 
 
 def _workers(cells: Iterable[Cell]) -> dict[Key, list[Cell]]:
@@ -95,12 +107,14 @@ def _row(
     *,
     within_process: bool,
     run_drift: float,
+    run_drift_df: float = math.inf,
     alpha: float = DEFAULT_ALPHA,
+    plan: bool = True,
 ) -> ComparisonRow:
     failed = [c for c in base + cand if not _ok(c)]
     if failed:
         statuses = ", ".join(sorted({f"{c.stack} {c.status}" for c in failed}))
-        note = f"not comparable: {statuses}"
+        note = f"{NOT_COMPARABLE}: {statuses}"
         return ComparisonRow(label, None, None, None, note, _broken(base, cand))
     result = compare(
         [c.steady.samples_s for c in base],
@@ -108,12 +122,14 @@ def _row(
         threshold=threshold,
         within_process=within_process,
         run_drift=run_drift,
+        run_drift_df=run_drift_df,
         alpha=alpha,
+        plan=plan,
     )
     base_median = _pooled_median(base)
     mixed = mixed_machines(base + cand)
     if mixed:
-        result = dataclasses.replace(result, verdict=INCONCLUSIVE, reason=mixed)
+        result = dataclasses.replace(result, verdict=INCONCLUSIVE, reason=mixed, evidence=None)
     memory = () if mixed else _memory(base, cand, threshold)
     return ComparisonRow(label, base_median, base_median * result.ratio, result, mixed, "", memory)
 
@@ -167,11 +183,15 @@ def compare_runs(
     within_process: bool = False,
     run_drift: float = 0.0,
     *,
+    run_drift_df: float = math.inf,
     alpha: float = DEFAULT_ALPHA,
+    plan: bool = True,
 ) -> list[ComparisonRow]:
     """The cells both sides measured, baseline first (each side the cells of one or more
     runs, pooled by cell); cells on one side only are noted, and a baseline cell missing from
-    the candidate is a broken candidate."""
+    the candidate is a broken candidate. ``run_drift`` (estimated with ``run_drift_df``
+    degrees of freedom) is the run-to-run term of two single separate runs; ``plan=False``
+    leaves out the workers that would decide (for callers that judge the cells again)."""
     base, cand = _workers(baseline), _workers(candidate)
     rows = []
     for key, cells in base.items():
@@ -179,18 +199,117 @@ def compare_runs(
             rows.append(
                 _row(
                     label(cells[0]), cells, cand[key], threshold,
-                    within_process=within_process, run_drift=run_drift, alpha=alpha,
+                    within_process=within_process, run_drift=run_drift,
+                    run_drift_df=run_drift_df, alpha=alpha, plan=plan,
                 )
             )  # fmt: skip
             continue
         lost = "absent from the candidate" if all(_ok(c) for c in cells) else ""
-        rows.append(ComparisonRow(label(cells[0]), None, None, None, "only in the baseline", lost))
+        rows.append(ComparisonRow(label(cells[0]), None, None, None, ONLY_BASELINE, lost))
     rows.extend(
-        ComparisonRow(label(cells[0]), None, None, None, "only in the candidate run")
+        ComparisonRow(label(cells[0]), None, None, None, ONLY_CANDIDATE)
         for key, cells in cand.items()
         if key not in base
     )
     return rows
+
+
+Rounds = list[list[Cell]]  # a session's rounds of one side, in order: each round's cells
+
+
+def compare_rounds(
+    baseline: Rounds, candidate: Rounds, threshold: float, looks: Looks, alpha: float
+) -> list[ComparisonRow]:
+    """A session's rounds (``stackwars ab``), each cell paired by round
+    (``timing/compare.py``'s ``compare_paired``): broken and missing cells as in
+    ``compare_runs``."""
+    if len(baseline) != len(candidate):
+        raise ValueError(f"{len(baseline)} baseline and {len(candidate)} candidate rounds")
+    pooled = compare_runs(
+        [cell for cells in baseline for cell in cells],
+        [cell for cells in candidate for cell in cells],
+        threshold,
+        alpha=alpha,
+        plan=False,
+    )
+    by_label = {row.label: row for row in pooled}
+    per_round = [(_workers(b), _workers(c)) for b, c in zip(baseline, candidate, strict=True)]
+    rows = []
+    for key, workers in _workers(cell for cells in baseline for cell in cells).items():
+        row = by_label[label(workers[0])]
+        if row.judged:
+            row = _paired_row(
+                row,
+                [(b[key][0], c[key][0]) for b, c in per_round if key in b and key in c],
+                threshold,
+                looks,
+                alpha,
+            )
+        rows.append(row)
+    rows.extend(row for row in pooled if row.note == ONLY_CANDIDATE)
+    return rows
+
+
+def _paired_row(
+    row: ComparisonRow, pairs: list[tuple[Cell, Cell]], threshold: float, looks: Looks, alpha: float
+) -> ComparisonRow:
+    """``row`` (every worker ok) judged again from ``pairs``: each round's baseline and
+    candidate worker, for the rounds in which both sides ran it."""
+    base = [_pooled_median([b]) for b, _ in pairs]
+    cand = [_pooled_median([c]) for _, c in pairs]
+    result = compare_paired(base, cand, looks, threshold=threshold, alpha=alpha)
+    memory = []
+    for change in row.memory:
+        read = dict(MEASURES)[change.what]
+        values = [(float(read(b) or 0), float(read(c) or 0)) for b, c in pairs]
+        paired = compare_paired(
+            [b for b, _ in values], [c for _, c in values], looks, threshold=threshold, alpha=alpha
+        )
+        memory.append(dataclasses.replace(change, result=paired))
+    candidate_median = None if row.baseline_median is None else row.baseline_median * result.ratio
+    return dataclasses.replace(
+        row, candidate_median=candidate_median, result=result, memory=tuple(memory)
+    )
+
+
+def compare_run_sets(
+    baseline: list[list[Cell]], candidate: list[list[Cell]], threshold: float, alpha: float
+) -> list[ComparisonRow]:
+    """Several separate runs on a side (``compare A1,A2,A3 B``): the runs, not their
+    workers, are the units of each cell's time (``compare_run_means``: the run-to-run
+    component estimated from these runs, with its uncertainty); memory is compared over the
+    pooled workers, which a run's machine state does not move."""
+    pooled = compare_runs(
+        [cell for run in baseline for cell in run],
+        [cell for run in candidate for cell in run],
+        threshold,
+        alpha=alpha,
+        plan=False,
+    )
+    return [
+        _by_runs(row, baseline, candidate, threshold, alpha) if row.judged else row
+        for row in pooled
+    ]
+
+
+def _by_runs(
+    row: ComparisonRow,
+    baseline: list[list[Cell]],
+    candidate: list[list[Cell]],
+    threshold: float,
+    alpha: float,
+) -> ComparisonRow:
+    base, cand = _run_medians(baseline, row.label), _run_medians(candidate, row.label)
+    result = compare_run_means(base, cand, threshold=threshold, alpha=alpha)
+    median = row.baseline_median
+    candidate_median = None if median is None else median * result.ratio
+    return dataclasses.replace(row, result=result, candidate_median=candidate_median)
+
+
+def _run_medians(runs: list[list[Cell]], wanted: str) -> list[list[float]]:
+    """Each run's worker medians of the cell labelled ``wanted`` (runs without it left out)."""
+    medians = [[_pooled_median([cell]) for cell in run if label(cell) == wanted] for run in runs]
+    return [run for run in medians if run]
 
 
 def compare_stacks(
@@ -225,29 +344,130 @@ class Gate:
     fail_above: float | None = None
     fail_memory_above: float | None = None
     allow_failures: bool = False
+    alpha: float = DEFAULT_ALPHA  # the family's false-alarm budget per suite run
+    fail_on_undecided: bool = False  # underpowered counts as a failure
 
     @property
     def active(self) -> bool:
         return self.fail_above is not None or self.fail_memory_above is not None
 
 
-def gate_failures(rows: Iterable[ComparisonRow], gate: Gate) -> list[str]:
-    """One line per reason the gate fails; empty when it passes or no gate was asked for."""
-    if not gate.active:
-        return []
-    lines = []
-    for row in rows:
-        if row.broken and not gate.allow_failures:
-            lines.append(f"BROKEN: {row.label}: {row.broken}")
-        if gate.fail_above is not None and row.regression_above(gate.fail_above):
-            assert row.result is not None
-            lines.append(
-                f"REGRESSION above {gate.fail_above:g}%: {row.label}: {row.result.describe()}"
-            )
+PASS, FAIL, UNDERPOWERED = "pass", "fail", "underpowered"
+# A row's state in the gate: failed, shown within the limits, undecided, or outside the gate
+# (a new cell, one failing in the baseline too, a failure --allow-failures lets through).
+PASSED, UNDECIDED_ROW, NOT_JUDGED = "pass", "undecided", "not judged"
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One regression test of the family: a row's time or one of its memory measures."""
+
+    row: int
+    what: str  # "time", "peak RSS", "device peak"
+    result: Comparison
+    limit: float  # percent
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """The gate's outcome over one comparison (module docstring)."""
+
+    outcome: str  # PASS, FAIL or UNDERPOWERED
+    family: Family
+    failures: tuple[str, ...]  # one line per reason it fails
+    undecided: tuple[str, ...]  # one line per cell left open, with what would decide it
+    states: tuple[str, ...]  # per row: FAIL, PASSED, UNDECIDED_ROW or NOT_JUDGED
+
+    def headline(self) -> str:
+        """The first line of a report: the outcome, and why."""
+        judged = sum(state != NOT_JUDGED for state in self.states)
+        if self.outcome == FAIL and not self.failures:
+            why = f"{len(self.undecided)} undecided cell(s), and --fail-on-undecided"
+        elif self.outcome == FAIL:
+            why = f"{len(self.failures)} failure(s)"
+        elif self.outcome == PASS:
+            why = f"all {judged} judged cells shown within the limits"
+        elif judged == 0:
+            why = "no cell could be judged: nothing was compared"
+        else:
+            why = f"{len(self.undecided)} of {judged} judged cells undecided"
+        return f"Gate: {self.outcome.upper()} ({why}; {self.family.describe()})"
+
+
+def _hypotheses(rows: list[ComparisonRow], gate: Gate) -> list[Hypothesis]:
+    tests = []
+    for index, row in enumerate(rows):
+        if not row.judged:
+            continue
+        assert row.result is not None
+        if gate.fail_above is not None:
+            tests.append(Hypothesis(index, "time", row.result, gate.fail_above))
         if gate.fail_memory_above is not None:
-            lines.extend(
-                f"MEMORY above {gate.fail_memory_above:g}%: {row.label}: {change.what} "
-                f"{change.result.describe()}"
-                for change in row.memory_above(gate.fail_memory_above)
+            tests.extend(
+                Hypothesis(index, change.what, change.result, gate.fail_memory_above)
+                for change in row.memory
             )
-    return lines
+    return tests
+
+
+def _passes(test: Hypothesis, alpha: float) -> bool:
+    """Shown not larger than the limit, at ``alpha`` (one cell's part of the pass)."""
+    return test.result.p_below(math.log1p(test.limit / 100)) < alpha
+
+
+def _failure_line(rows: list[ComparisonRow], test: Hypothesis) -> str:
+    row = rows[test.row]
+    if test.what == "time":
+        return f"REGRESSION above {test.limit:g}%: {row.label}: {test.result.describe()}"
+    return f"MEMORY above {test.limit:g}%: {row.label}: {test.what} {test.result.describe()}"
+
+
+def _open_line(row: ComparisonRow) -> str:
+    if row.result is None or not row.judged:
+        return f"undecided: {row.label}: {row.note}"
+    reason = row.result.reason or "more workers would decide it"
+    return f"undecided: {row.label}: {row.result.verdict}; {reason}"
+
+
+def decide(rows: list[ComparisonRow], gate: Gate, looks: str = "one look") -> GateVerdict:
+    """The gate's outcome (module docstring) over ``rows``, the family's looks described by
+    ``looks``."""
+    tests = _hypotheses(rows, gate)
+    rejected = holm([test.result.p_above(0.0) for test in tests], gate.alpha)
+    states = [NOT_JUDGED] * len(rows)
+    failures = []
+    for index, row in enumerate(rows):
+        if row.broken and not gate.allow_failures:
+            failures.append(f"BROKEN: {row.label}: {row.broken}")
+            states[index] = FAIL
+        elif row.note and not row.broken and not _outside_gate(row):
+            states[index] = UNDECIDED_ROW
+    for test, significant in zip(tests, rejected, strict=True):
+        if significant and (test.result.ratio - 1) * 100 > test.limit:
+            failures.append(_failure_line(rows, test))
+            states[test.row] = FAIL
+    for index in {test.row for test in tests}:
+        if states[index] != FAIL:
+            mine = [test for test in tests if test.row == index]
+            shown = all(_passes(test, gate.alpha) for test in mine)
+            states[index] = PASSED if shown else UNDECIDED_ROW
+    undecided = tuple(
+        _open_line(row) for row, state in zip(rows, states, strict=True) if state == UNDECIDED_ROW
+    )
+    family = Family(gate.alpha, len(tests), looks)
+    outcome = _outcome(failures, undecided, states, gate)
+    return GateVerdict(outcome, family, tuple(failures), undecided, tuple(states))
+
+
+def _outside_gate(row: ComparisonRow) -> bool:
+    """A row with nothing the change could have broken: a new cell, or one that was not ok in
+    the baseline (a broken row is the gate's unless --allow-failures let it through)."""
+    return row.note in (ONLY_CANDIDATE, ONLY_BASELINE) or row.note.startswith(NOT_COMPARABLE)
+
+
+def _outcome(failures: list[str], undecided: tuple[str, ...], states: list[str], gate: Gate) -> str:
+    if failures:
+        return FAIL
+    if undecided or all(state == NOT_JUDGED for state in states):
+        return FAIL if gate.fail_on_undecided else UNDERPOWERED
+    return PASS

@@ -32,6 +32,7 @@ from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Steady, WorkCo
 from stackwars.runner.child import ProgressWriter, serve
 from stackwars.runner.failure import error_reason
 from stackwars.runner.protocol import Request
+from stackwars.runner.speed_mode import speed_mode_facts
 from stackwars.timing.quality import measurement_warnings
 from stackwars.timing.timer import Measurement, Timer
 from stackwars.workloads.base import Bound, Stateful, Workload
@@ -360,6 +361,7 @@ class CellRun:
         )
         if stats is not None:
             cell.settings["device_memory_stats"] = stats
+        cell.settings["speed_mode"] = speed_mode_facts()  # what could set its speed (issue 34)
         work = self.workload.work(self.params)
         cell.work = WorkCounts(flops=work.flops, bytes=work.bytes)
         cell.gflops = work.flops / summary.median / 1e9 if summary.median > 0 else None

@@ -8,11 +8,19 @@ under the side's Python (``runner/sides.py``), in the order baseline-candidate, 
 candidate-baseline (ABBA), so that a drift of the machine during the session reaches both
 sides alike: no run-to-run term is added to the comparison, which pools the rounds' run files.
 
-From round ``min_rounds`` on, after each round, every cell is compared; the session stops
-when every cell is settled (``settled``), after ``max_rounds``, or when another round would
-pass the time budget. Looking after every round is a sequential test: each look uses
-``alpha / looks`` (Bonferroni over the looks the session may take), so that the chance of a
-false alarm over the whole session stays within ``alpha``.
+Each cell is judged paired by round (``results/comparison.py``'s ``compare_rounds``: one log
+ratio of the round's two workers a round), so a drift between rounds cancels instead of
+counting as noise. From round ``min_rounds`` on, after each round, every cell is compared and
+the gate decided (``decide``: one family of every cell x measure, Holm at the gate's alpha);
+the session stops when every cell is settled (failed, or shown within the limits), after
+``max_rounds``, or when another round would pass the time budget. Looking after every round
+is a sequential test whose p-values count every look the design allows
+(``timing/sequential.py``), so the family's false-alarm budget holds however the session ends.
+
+A round spends only on what the comparison uses: each side's run is ``--repeat 1`` with
+``--second-look 0`` (the run's own check of a second worker is not part of the comparison).
+After the first round the session knows what a round costs; when the budget cannot reach the
+first look, it stops there and says what budget would (``plan_line``), rather than spend it.
 """
 
 from __future__ import annotations
@@ -24,13 +32,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackwars.errors import UsageError
-from stackwars.results.comparison import ComparisonRow, Gate, compare_runs
+from stackwars.results.comparison import (
+    UNDECIDED_ROW,
+    ComparisonRow,
+    Gate,
+    GateVerdict,
+    compare_rounds,
+    decide,
+)
 from stackwars.runner.child import Interpreter, Limits
 from stackwars.runner.sides import run_side, side_version
 from stackwars.service import api
-from stackwars.timing.compare import DEFAULT_ALPHA, FASTER_UNSURE, SLOWER_UNSURE, UNDECIDED
+from stackwars.timing.compare import FASTER_UNSURE, SLOWER_UNSURE, UNDECIDED
+from stackwars.timing.family import holm_level
+from stackwars.timing.sequential import Looks, rounds_to_reach
 
-OWNED_OPTIONS = ("--repeat", "--db", "--json", "--resume", "--label", "--order-seed")
+OWNED_OPTIONS = (
+    "--repeat", "--db", "--json", "--resume", "--label", "--order-seed", "--second-look",
+)  # fmt: skip
 ROUND_TIMEOUT_S = 3600.0
 
 
@@ -58,12 +77,11 @@ class Session:
     memory_budget: int = 0
 
     @property
-    def looks(self) -> int:
-        return self.max_rounds - self.min_rounds + 1
+    def looks(self) -> Looks:
+        return Looks(self.min_rounds, self.max_rounds)
 
-    @property
-    def alpha(self) -> float:
-        return DEFAULT_ALPHA / self.looks
+    def describe_looks(self) -> str:
+        return f"looks after rounds {self.min_rounds} to {self.max_rounds}, paired by round"
 
 
 @dataclass
@@ -71,6 +89,8 @@ class Outcome:
     rounds: int = 0
     files: dict[str, list[Path]] = field(default_factory=lambda: {"baseline": [], "candidate": []})
     rows: list[ComparisonRow] = field(default_factory=list)
+    verdict: GateVerdict | None = None  # the gate's outcome (None: no gate asked for)
+    plan: str = ""  # what the first round's cost says the budget can decide
     stopped: str = ""
     elapsed_s: float = 0.0
     versions: dict[str, str] = field(default_factory=dict)
@@ -106,27 +126,66 @@ def run_session(session: Session, listen: Listener, clock: Callable[[], float]) 
     for side in (session.baseline, session.candidate):
         outcome.versions[side.name] = side_version(side.interpreter, session.memory_budget)
     start = clock()
+    outcome.stopped = _measure(session, outcome, listen, lambda: clock() - start)
+    outcome.rows = compare_files(outcome.files, session)
+    if session.gate.active:
+        outcome.verdict = decide(outcome.rows, session.gate, session.describe_looks())
+    return outcome
+
+
+def _measure(
+    session: Session, outcome: Outcome, listen: Listener, elapsed: Callable[[], float]
+) -> str:
+    """Rounds until the session stops; why it stopped."""
     while outcome.rounds < session.max_rounds:
         index = outcome.rounds
         order = (session.baseline, session.candidate)
         for side in order if index % 2 == 0 else order[::-1]:
             outcome.files[side.name].append(_round(session, side, index))
         outcome.rounds += 1
-        outcome.elapsed_s = clock() - start
+        outcome.elapsed_s = elapsed()
+        affordable = int(session.time_budget_s // (outcome.elapsed_s / outcome.rounds))
+        if outcome.rounds == 1:
+            outcome.plan = plan_line(session, outcome, affordable)
+            listen(outcome.plan)
+            if affordable < session.min_rounds:
+                return f"the time budget cannot reach the first look (round {session.min_rounds})"
         if outcome.rounds >= session.min_rounds:
             outcome.rows = compare_files(outcome.files, session)
-            open_cells = [row for row in outcome.rows if not settled(row, session.gate)]
+            open_cells = open_rows(outcome.rows, session)
             listen(_progress(outcome, session, len(open_cells)))
             if not open_cells:
-                outcome.stopped = "every cell decided"
-                return outcome
+                return "every cell decided"
         else:
             listen(_progress(outcome, session, None))
-        if outcome.elapsed_s / outcome.rounds * (outcome.rounds + 1) > session.time_budget_s:
-            outcome.stopped = f"time budget ({session.time_budget_s:g} s) reached"
-            return outcome
-    outcome.stopped = f"--max-rounds {session.max_rounds} reached"
-    return outcome
+        if outcome.rounds + 1 > affordable:
+            return f"time budget ({session.time_budget_s:g} s) reached"
+    return f"--max-rounds {session.max_rounds} reached"
+
+
+def plan_line(session: Session, outcome: Outcome, affordable: int) -> str:
+    """What the first round's cost lets the budget decide, and what budget would decide more:
+    the first look needs ``min_rounds`` rounds, and failing a cell needs the rounds whose
+    sign-flip p-value can beat the family's first Holm level (``timing/sequential.py``)."""
+    per_round = outcome.elapsed_s / max(outcome.rounds, 1)
+    cells = len(api.read_run_file(outcome.files["baseline"][0]).cells)
+    measures = (session.gate.fail_above is not None) + (session.gate.fail_memory_above is not None)
+    to_fail = rounds_to_reach(holm_level(session.gate.alpha, cells * max(measures, 1)))
+    within = min(affordable, session.max_rounds)
+    text = (
+        f"a round takes {per_round:.0f} s: the budget ({session.time_budget_s:g} s) allows "
+        f"{within} round(s); the first look is after round {session.min_rounds}, and failing "
+        f"one of {cells} cell(s) needs at least {to_fail} rounds"
+    )
+    needed = max(session.min_rounds, to_fail)
+    if within < needed:
+        budget = needed * per_round
+        text += (
+            f": this session cannot fail a cell; --time-budget {budget:.0f}"
+            + (f" --max-rounds {needed}" if session.max_rounds < needed else "")
+            + " (or fewer cells) would let it"
+        )
+    return text
 
 
 def _progress(outcome: Outcome, session: Session, open_cells: int | None) -> str:
@@ -140,7 +199,8 @@ def _round(session: Session, side: Side, index: int) -> Path:
     """One side's round: its run file (absolute), or a UsageError saying what went wrong."""
     out = session.out_dir.resolve()
     run_file = out / f"{side.name}-{index + 1:02d}.json"
-    argv = ["run", *session.run_options, *side.options, "--repeat", "1", "--quiet"]
+    argv = ["run", *session.run_options, *side.options, "--repeat", "1", "--second-look", "0"]
+    argv += ["--quiet"]
     argv += ["--order-seed", str(index), "--label", f"ab-{side.name}"]
     argv += ["--db", str(out / f"{side.name}.sqlite"), "--json", str(run_file)]
     limits = Limits(ROUND_TIMEOUT_S, session.memory_budget)
@@ -154,23 +214,32 @@ def _round(session: Session, side: Side, index: int) -> Path:
 
 
 def compare_files(files: dict[str, list[Path]], session: Session) -> list[ComparisonRow]:
-    """The sides' rounds pooled, compared at the session's per-look alpha."""
-    base = [cell for path in files["baseline"] for cell in api.read_run_file(path).cells]
-    cand = [cell for path in files["candidate"] for cell in api.read_run_file(path).cells]
-    return compare_runs(base, cand, session.threshold, alpha=session.alpha)
+    """The sides' rounds, each cell paired by round, on the session's design."""
+    rounds = min(len(files["baseline"]), len(files["candidate"]))
+    base = [api.read_run_file(path).cells for path in files["baseline"][:rounds]]
+    cand = [api.read_run_file(path).cells for path in files["candidate"][:rounds]]
+    gate = session.gate
+    return compare_rounds(base, cand, session.threshold, session.looks, gate.alpha)
 
 
-def settled(row: ComparisonRow, gate: Gate) -> bool:
-    """Whether more rounds are useless for this cell: it failed or ran nowhere, it fails the
-    gate, it is shown not to regress by the gate's limit, or (no gate) its verdict is neither
-    undecided nor unsure of its size."""
-    result = row.result
-    if result is None or row.note:
-        return True
-    if gate.fail_above is not None:
-        limit = 1 + gate.fail_above / 100
-        return result.fails_gate(gate.fail_above) or result.ci_high <= limit
-    return result.verdict not in (UNDECIDED, SLOWER_UNSURE, FASTER_UNSURE)
+def open_rows(rows: list[ComparisonRow], session: Session) -> list[ComparisonRow]:
+    """The rows more rounds could still decide: with a gate, those neither failed nor shown
+    within its limits; without one, those whose verdict is undecided or unsure of its size."""
+    if session.gate.active:
+        states = decide(rows, session.gate, session.describe_looks()).states
+        return [row for row, state in zip(rows, states, strict=True) if not settled(state)]
+    return [row for row in rows if row.judged and _unsure(row)]
+
+
+def settled(state: str) -> bool:
+    """Whether more rounds are useless for a row in this gate state (failed, shown within the
+    limits, or outside the gate)."""
+    return state != UNDECIDED_ROW
+
+
+def _unsure(row: ComparisonRow) -> bool:
+    assert row.result is not None
+    return row.result.verdict in (UNDECIDED, SLOWER_UNSURE, FASTER_UNSURE)
 
 
 def compare_command(files: Mapping[str, Sequence[Path]]) -> str:

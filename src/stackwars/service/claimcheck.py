@@ -46,7 +46,7 @@ from stackwars.runner.protocol import CellSpec
 from stackwars.runner.session import Reporter
 from stackwars.service import adaptive, api
 from stackwars.suites import Suite
-from stackwars.timing.compare import Samples
+from stackwars.timing.compare import DEFAULT_ALPHA, Samples
 
 # A verdict rests on the variation between fresh workers, so each worker needs a fair median,
 # not a 1 % one, and no claim reads the latency of single calls: short budgets keep the
@@ -173,7 +173,7 @@ def measure(
     telling ``on_round`` the stacks of each added round."""
     if settings is None:
         return api.execute(prepared.planned, results, reporter)
-    wanting = undecided_cells(prepared, settings.max_workers)
+    wanting = undecided_cells(prepared, settings)
     return adaptive.grow(
         prepared.planned,
         lambda planned: api.execute(planned, results, reporter),
@@ -184,16 +184,18 @@ def measure(
     )
 
 
-def undecided_cells(prepared: ClaimCheck, max_workers: int) -> adaptive.Wanting:
-    """The cells of every claim still inconclusive that at most ``max_workers`` workers a side
-    would likely decide (the others are left: more workers would not answer them)."""
+def undecided_cells(prepared: ClaimCheck, settings: adaptive.Adaptive) -> adaptive.Wanting:
+    """The cells of every claim still inconclusive, at the level each look uses
+    (``settings.alpha``), that at most ``settings.max_workers`` workers a side would likely
+    decide (the others are left: more workers would not answer them)."""
+    max_workers = settings.max_workers
 
     def wanting(record: Run) -> list[CellSpec]:
         specs: dict[Key, CellSpec] = {}
         for claim in prepared.claims:
             if claim.id in prepared.unavailable or claim.statistic == "ir-lines":
                 continue
-            result = judge(claim, record.cells, {})
+            result = judge(claim, record.cells, {}, alpha=settings.alpha)
             needed = result.workers_needed
             if result.verdict == INCONCLUSIVE and needed is not None and needed <= max_workers:
                 specs.update((spec.key(), spec) for spec in cells_of(claim))
@@ -207,15 +209,16 @@ def conclude(
     record: Run,
     results: Store,
     on_note: Callable[[str], None] = lambda text: None,
+    alpha: float = DEFAULT_ALPHA,
 ) -> list[ClaimResult]:
-    """Capture the IR the claims count, judge every claim from the run's cells and store
-    each judgement with the run."""
+    """Capture the IR the claims count, judge every claim from the run's cells at ``alpha``
+    (``Adaptive.alpha`` after --repeat auto) and store each judgement with the run."""
     lines: dict[Key, int | str] = {}
     for spec in prepared.ir:
         on_note(f"capturing the {IR_STAGE} of {spec.label()}")
         lines[spec.key()] = ir_lines(spec, prepared.planned)
     judged = [
-        judge(claim, record.cells, lines, prepared.unavailable.get(claim.id, ""))
+        judge(claim, record.cells, lines, prepared.unavailable.get(claim.id, ""), alpha)
         for claim in prepared.claims
     ]
     for result in judged:
@@ -241,8 +244,10 @@ def judge(
     cells: Sequence[Cell],
     lines: Mapping[Key, int | str],
     missing: str = "",
+    alpha: float = DEFAULT_ALPHA,
 ) -> ClaimResult:
-    """One claim's value, interval and verdict from the run's cells (every worker)."""
+    """One claim's value, ``1 - alpha`` interval and verdict from the run's cells (every
+    worker)."""
     specs = cells_of(claim)
     if missing:
         judgement = not_checkable(missing)
@@ -257,7 +262,7 @@ def judge(
         workers: dict[Key, list[Cell]] = {}
         for cell in cells:
             workers.setdefault(cell.key(), []).append(cell)
-        judgement = _problem(specs, workers) or _measured(claim, specs, workers)
+        judgement = _problem(specs, workers) or _measured(claim, specs, workers, alpha)
     unit = UNITS.get(claim.statistic, "x")
     return ClaimResult(
         id=claim.id,
@@ -313,7 +318,7 @@ UNITS = {
 
 
 def _measured(
-    claim: Claim, specs: Sequence[CellSpec], workers: Mapping[Key, list[Cell]]
+    claim: Claim, specs: Sequence[CellSpec], workers: Mapping[Key, list[Cell]], alpha: float
 ) -> Judgement:
     sides = claim.sides()
     if claim.kind == COUNT:
@@ -330,9 +335,9 @@ def _measured(
                     claim.sweep[1], _by_value(sides, specs), strict=True
                 )
             ]
-            return judge_crossover(points, claim.relation)
+            return judge_crossover(points, claim.relation, alpha)
         subject, baseline = (_samples(*pair, workers) for pair in zip(sides, specs, strict=True))
-        return judge_factor(subject, baseline, claim.relation)
+        return judge_factor(subject, baseline, claim.relation, alpha)
     except _NoData as exc:
         return Judgement(INCONCLUSIVE, reason=str(exc))
 

@@ -7,17 +7,28 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from stackwars.errors import ParameterError, UsageError
 from stackwars.frameworks import parse_stack
 from stackwars.results import store
-from stackwars.results.comparison import ComparisonRow, compare_runs, compare_stacks
+from stackwars.results.comparison import (
+    ComparisonRow,
+    compare_run_sets,
+    compare_runs,
+    compare_stacks,
+)
 from stackwars.results.machines import machine_of
 from stackwars.results.run import Run
 from stackwars.results.schema import SCHEMA_VERSION, Cell
-from stackwars.timing.compare import DEFAULT_RUN_DRIFT, INCONCLUSIVE
+from stackwars.timing.compare import (
+    DEFAULT_ALPHA,
+    DEFAULT_RUN_DRIFT,
+    DEFAULT_RUN_DRIFT_DF,
+    INCONCLUSIVE,
+)
 
 
 def open_store(db: str | None = None, must_exist: bool = False) -> store.Store:
@@ -45,9 +56,11 @@ def compare(
     """The cells both sides share: ratio, interval, test and verdict for each, workers as the
     unit (``within_process`` accepts one worker's blocks as the evidence). A side is a run id,
     ``latest`` or an exported .json, or several joined by commas, whose workers are pooled.
-    When the sides do not interleave in time, ``run_drift_pct`` (default
-    ``DEFAULT_RUN_DRIFT``) is added as run-to-run variance. Runs from different machines are
-    not judged. The runs returned stand for their sides (the first of each)."""
+    With several runs on a side, the runs are the units of each cell's time (their spread
+    holds the run-to-run component); two single runs add ``run_drift_pct`` (default
+    ``DEFAULT_RUN_DRIFT``, with the degrees of freedom of its estimate) as run-to-run variance.
+    Runs from different machines are not judged. The runs returned stand for their sides
+    (the first of each)."""
     baseline, candidate = load_side(run_a, db), load_side(run_b, db)
     for record in (*baseline, *candidate):
         if record.kind != "timing":
@@ -55,14 +68,21 @@ def compare(
                 f"run {record.id} is a {record.kind} run, with no timings to compare; "
                 "compare two runs of 'stackwars run' (see 'stackwars runs')"
             )
-    drift = run_drift(baseline, candidate, run_drift_pct)
-    rows = compare_runs(
-        [cell for record in baseline for cell in record.cells],
-        [cell for record in candidate for cell in record.cells],
-        threshold(threshold_pct),
-        within_process,
-        drift,
-    )
+    base = [record.cells for record in baseline]
+    cand = [record.cells for record in candidate]
+    fraction = threshold(threshold_pct)
+    if max(len(base), len(cand)) >= 2 and not within_process:
+        rows = compare_run_sets(base, cand, fraction, DEFAULT_ALPHA)
+    else:
+        drift, drift_df = run_drift(run_drift_pct)
+        rows = compare_runs(
+            [cell for cells in base for cell in cells],
+            [cell for cells in cand for cell in cells],
+            fraction,
+            within_process,
+            drift,
+            run_drift_df=drift_df,
+        )
     mismatch = side_mismatch(baseline, candidate)
     rows = [not_judged(row, mismatch) for row in rows] if mismatch else rows
     return baseline[0], candidate[0], rows
@@ -76,23 +96,15 @@ def load_side(runs: str, db: str | None = None) -> list[Run]:
     return [load_run(name, db) for name in names]
 
 
-def interleaved(baseline: Sequence[Run], candidate: Sequence[Run]) -> bool:
-    """Whether the sides' runs alternate in time (each side two or more runs, and neither
-    side's runs all before the other's): then a drift of the machine reaches both sides."""
-    if len(baseline) < 2 or len(candidate) < 2:
-        return False
-    starts_b = sorted(record.started for record in baseline)
-    starts_c = sorted(record.started for record in candidate)
-    return starts_b[0] < starts_c[-1] and starts_c[0] < starts_b[-1]
-
-
-def run_drift(baseline: Sequence[Run], candidate: Sequence[Run], percent: float | None) -> float:
-    """The run-to-run standard deviation to add to a comparison of these sides (a fraction)."""
-    if percent is not None and not 0 <= percent < 100:
+def run_drift(percent: float | None) -> tuple[float, float]:
+    """The run-to-run standard deviation to add to a comparison of two single runs (a
+    fraction) and its degrees of freedom: the measured default with those of its estimate, or
+    the user's ``--run-drift``, taken as given."""
+    if percent is None:
+        return DEFAULT_RUN_DRIFT, DEFAULT_RUN_DRIFT_DF
+    if not 0 <= percent < 100:
         raise UsageError(f"--run-drift {percent} must be a percentage in [0, 100)")
-    if interleaved(baseline, candidate):
-        return 0.0
-    return DEFAULT_RUN_DRIFT if percent is None else percent / 100
+    return percent / 100, math.inf
 
 
 def side_mismatch(baseline: Sequence[Run], candidate: Sequence[Run]) -> str:
@@ -185,7 +197,7 @@ def not_judged(row: ComparisonRow, why: str) -> ComparisonRow:
     """The row with its verdict turned inconclusive for ``why`` (it can fail no gate)."""
     if row.result is None:
         return row
-    result = dataclasses.replace(row.result, verdict=INCONCLUSIVE, reason=why)
+    result = dataclasses.replace(row.result, verdict=INCONCLUSIVE, reason=why, evidence=None)
     return dataclasses.replace(row, result=result)
 
 

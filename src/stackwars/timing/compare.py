@@ -21,7 +21,8 @@ interleave) the drift hits both sides alike and is in the between-worker spread 
 * With at least ``MIN_WORKERS`` workers per side, the ratio is that of the medians of the
   per-worker medians; its interval is Yuen's trimmed t interval of the difference of the
   20 %-trimmed mean logarithms of the per-worker medians (winsorized variances, degrees of
-  freedom of the workers kept, plus ``2 * run_drift**2`` for separate runs; with fewer than 5
+  freedom of the workers kept, plus ``2 * run_drift**2`` for two single runs, its uncertainty
+  counted by Satterthwaite's degrees of freedom; with fewer than 5
   workers a side nothing is trimmed and it is Student's t), and the p-value is that test's.
   Trimming keeps one disturbed worker from swamping the variance; docs/results.md measures
   what it costs.
@@ -41,9 +42,11 @@ interleave) the drift hits both sides alike and is in the between-worker spread 
     the run-to-run drift alone is wider than the margin);
   - ``inconclusive``: not judged (too few workers, different machines), ``reason`` says why.
 
-* The gate (``fails_gate``): a cell fails ``--fail-above X`` when it is significantly slower
-  (the interval above 1) and its point estimate is more than X % slower. Under no change
-  the first happens in at most ``alpha / 2`` of comparisons, whatever X.
+* The gate is not a cell's: ``results/comparison.py``'s ``decide`` tests every cell x measure
+  of a comparison as one family (``timing/family.py``), with each comparison's one-sided
+  p-values (``Comparison.p_above``, ``p_below``).
+* Several runs a side: the runs are the units (``compare_run_means``); an A/B session's rounds
+  are paired (``compare_paired``, ``timing/sequential.py``).
 * With fewer than ``MIN_WORKERS`` workers, the verdict is ``inconclusive`` and says why, unless
   the caller accepts within-process statistics (``within_process=True``): then the ratio is
   that of the pooled medians, the interval a hierarchical bootstrap (resample workers, then
@@ -67,18 +70,22 @@ from stackwars.timing.sample_size import (
     t_quantile,
     workers_needed,
 )
+from stackwars.timing.sequential import Looks, Paired, rounds_at_least
 
 Samples = Sequence[Sequence[float]]  # workers -> per-call block times
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 2000
-# The run-to-run standard deviation (of log times) assumed for separate runs: measured on six
-# separate runs with other work between them (benchmarks/power/power_gate.py drift,
-# docs/results.md "Run-to-run drift", 2026-11-25: 4.0 % for torch:eager, the stack whose
-# workers spread least; 7.6 % and 10.8 % for jax:jit and numpy:eager, less certain).
-# Overridden per comparison with --run-drift.
+# The run-to-run standard deviation (of log times) assumed for two single separate runs:
+# measured on six separate runs with other work between them (docs/results.md "Run-to-run
+# drift", 2026-11-25: 4.0 % for torch:eager, the stack whose workers spread least; 7.6 % and
+# 10.8 % for jax:jit and numpy:eager). An estimate from six runs, not a known constant: it
+# enters the interval with its five degrees of freedom (Satterthwaite), so a comparison that
+# leans on it is as uncertain as that estimate. Several runs a side need none of it: the runs
+# themselves are then the units (``compare_run_means``). --run-drift overrides it.
 DEFAULT_RUN_DRIFT = 0.04
+DEFAULT_RUN_DRIFT_DF = 5.0
 
 SLOWER, FASTER = "slower", "faster"
 SLOWER_UNSURE, FASTER_UNSURE = "slower, size unsure", "faster, size unsure"
@@ -109,20 +116,26 @@ class Comparison:
     p_value: float
     verdict: str  # one of VERDICTS (module docstring)
     threshold: float
-    unit: str = "worker"  # what the interval and the test count: "worker" or "block"
+    unit: str = "worker"  # what the test counts: "worker", "round", "run" or "block"
     workers: tuple[int, int] = (0, 0)  # baseline, candidate
     reason: str = ""  # why the verdict is inconclusive, or what would decide an undecided one
     components: Components | None = None
     workers_needed: int | None = None  # per side, for an undecided verdict (None: unknown)
+    # The test's evidence, for the gate's one-sided tests against any bound: the workers'
+    # trimmed t (one look) or a session's paired rounds (sequential); None when not judged.
+    evidence: LogDifference | Paired | WithinProcess | None = None
+
+    def p_above(self, bound: float) -> float:
+        """One-sided p-value against "the log ratio is at most ``bound``" (1: no evidence)."""
+        return self.evidence.p_above(bound) if self.evidence is not None else 1.0
+
+    def p_below(self, bound: float) -> float:
+        """One-sided p-value against "the log ratio is at least ``bound``" (1: no evidence)."""
+        return self.evidence.p_below(bound) if self.evidence is not None else 1.0
 
     @property
     def significantly_slower(self) -> bool:
         return self.verdict in SIGNIFICANTLY_SLOWER
-
-    def fails_gate(self, percent: float) -> bool:
-        """The gate's rule: significantly slower, and the point estimate more than
-        ``percent`` % slower."""
-        return self.significantly_slower and (self.ratio - 1) * 100 > percent
 
     def describe(self) -> str:
         change = (self.ratio - 1) * 100
@@ -234,6 +247,25 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 @dataclass(frozen=True)
+class WithinProcess:
+    """Blocks of one process (``--within-process``): the rank test's two-sided p-value and the
+    direction of the change. It can show a change, never that a cell is within a limit: the
+    blocks say nothing of how the next process would land."""
+
+    p_two_sided: float
+    slower: bool
+
+    def p_above(self, bound: float) -> float:
+        if bound != 0:
+            raise ValueError("within-process evidence tests only against no change")
+        half = self.p_two_sided / 2
+        return half if self.slower else 1 - half
+
+    def p_below(self, bound: float) -> float:
+        return 1.0
+
+
+@dataclass(frozen=True)
 class LogDifference:
     """The difference of the trimmed mean log worker medians (candidate minus baseline), its
     standard error and degrees of freedom (a trimmed t test, plus the drift term), and the plain
@@ -256,6 +288,19 @@ class LogDifference:
         if self.se == 0:
             return 1.0 if self.difference == 0 else 0.0
         return 2 * float(student.sf(abs(self.difference) / self.se, self.df))
+
+    def p_above(self, bound: float) -> float:
+        """One-sided p-value against "the log ratio is at most ``bound``" (one look)."""
+        from scipy.stats import t as student
+
+        if self.se == 0:
+            return 0.0 if self.difference > bound else 1.0
+        return float(student.sf((self.difference - bound) / self.se, self.df))
+
+    def p_below(self, bound: float) -> float:
+        """One-sided p-value against "the log ratio is at least ``bound``" (one look)."""
+        mirrored = LogDifference(-self.difference, self.se, self.df, self.between_sd)
+        return mirrored.p_above(-bound)
 
 
 # Yuen's trimming: a fifth of each side's workers at either end weigh only as the nearest kept
@@ -283,18 +328,75 @@ class _Trimmed:
 
 
 def log_difference(
-    baseline: Sequence[float], candidate: Sequence[float], run_drift: float = 0.0
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    run_drift: float = 0.0,
+    run_drift_df: float = math.inf,
 ) -> LogDifference:
     """Per-worker medians of both sides (at least 2 each) -> the trimmed t statistic's parts
     on their logarithms: Yuen's standard error, and the pooled test's degrees of freedom over
     the workers kept (Welch's lost a fifth of the one-look gate's power on real workers at 3 a
-    side, docs/results.md, at no gain in false alarms)."""
+    side, docs/results.md, at no gain in false alarms). A run-to-run term estimated with
+    ``run_drift_df`` degrees of freedom (infinite: given as known) adds its variance and, by
+    Satterthwaite's rule, its uncertainty."""
     log_b, log_c = [math.log(x) for x in baseline], [math.log(x) for x in candidate]
     side_b, side_c = _Trimmed.of(log_b), _Trimmed.of(log_c)
-    squared = side_b.squared_se + side_c.squared_se
-    se = math.sqrt(squared + 2 * run_drift**2)
-    df = float(side_b.kept + side_c.kept - 2)
+    workers, drift = side_b.squared_se + side_c.squared_se, 2 * run_drift**2
+    workers_df = float(side_b.kept + side_c.kept - 2)
+    df = satterthwaite(((workers, workers_df), (drift, run_drift_df)))
+    se = math.sqrt(workers + drift)
     return LogDifference(side_c.mean - side_b.mean, se, df, _pooled_sd(log_b, log_c))
+
+
+def satterthwaite(parts: Sequence[tuple[float, float]]) -> float:
+    """Degrees of freedom of a sum of variance estimates, each (variance, its df)."""
+    total = sum(variance for variance, _ in parts)
+    spread = sum(variance**2 / df for variance, df in parts if variance > 0)
+    return total**2 / spread if spread > 0 else min(df for _, df in parts)
+
+
+def compare_run_means(
+    baseline: Sequence[Sequence[float]],
+    candidate: Sequence[Sequence[float]],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+) -> Comparison:
+    """Separate runs as the units (``compare A1,A2,A3 B``: a nightly series against a run):
+    each run's mean log worker median, and Student's t with the pooled variance of the runs,
+    whose spread holds the run-to-run component and the workers' together (a one-way
+    random-effects model with its uncertainty in the degrees of freedom, runs less two). Needs
+    three runs in all, two on one side."""
+    runs = (len(baseline), len(candidate))
+    means_b = [_mean_log(run) for run in baseline]
+    means_c = [_mean_log(run) for run in candidate]
+    ratio = math.exp(sum(means_c) / runs[1] - sum(means_b) / runs[0])
+    if sum(runs) < MIN_WORKERS or max(runs) < 2:
+        reason = (
+            f"{runs[0]} and {runs[1]} run(s): runs as units need three in all, two on one side "
+            "(add runs of the baseline, e.g. a nightly series: compare R1,R2,R3 CANDIDATE)"
+        )
+        return Comparison(
+            ratio, math.nan, math.nan, math.nan, INCONCLUSIVE, threshold, "run", runs, reason
+        )
+    squares = sum((x - sum(means_b) / runs[0]) ** 2 for x in means_b)
+    squares += sum((x - sum(means_c) / runs[1]) ** 2 for x in means_c)
+    df = float(sum(runs) - 2)
+    between = math.sqrt(squares / df)
+    se = between * math.sqrt(1 / runs[0] + 1 / runs[1])
+    parts = LogDifference(math.log(ratio), se, df, between)
+    ci, equivalence = parts.interval(1 - alpha), parts.interval(1 - 2 * alpha)
+    p_value = parts.p_value()
+    decided = judge(p_value < alpha, ratio, ci, equivalence, threshold)
+    reason = "more runs a side would decide it" if decided == UNDECIDED else ""
+    components = Components(between, 0.0)
+    return Comparison(
+        ratio, *ci, p_value, decided, threshold, "run", runs, reason, components, None, parts
+    )
+
+
+def _mean_log(values: Sequence[float]) -> float:
+    return sum(math.log(x) for x in values) / len(values)
 
 
 def _pooled_sd(log_b: Sequence[float], log_c: Sequence[float]) -> float:
@@ -357,9 +459,14 @@ def compare(
     seed: int = 0,
     within_process: bool = False,
     run_drift: float = 0.0,
+    run_drift_df: float = math.inf,
+    plan: bool = True,
 ) -> Comparison:
     """Compare two sets of workers (see the module docstring for the rules); ``run_drift``
-    is the run-to-run standard deviation to add when the sides are separate runs."""
+    is the run-to-run standard deviation to add when the sides are separate runs, estimated
+    with ``run_drift_df`` degrees of freedom (infinite: known); ``plan``: estimate the workers
+    that would decide an undecided verdict (a simulation, skipped by callers that judge the
+    cell another way)."""
     workers = (sum(1 for w in baseline if w), sum(1 for w in candidate if w))
     if within_process:
         return _within_process(
@@ -376,18 +483,62 @@ def compare(
             ratio, *ci, math.nan, INCONCLUSIVE, threshold, "worker", workers, _too_few(workers),
             components,
         )  # fmt: skip
-    parts = log_difference(medians_b, medians_c, run_drift)
+    parts = log_difference(medians_b, medians_c, run_drift, run_drift_df)
     ci, equivalence = parts.interval(1 - alpha), parts.interval(1 - 2 * alpha)
     p_value = parts.p_value()
     decided = judge(p_value < alpha, ratio, ci, equivalence, threshold)
     needed, reason = None, ""
-    if decided == UNDECIDED:
+    if decided == UNDECIDED and plan:
         needed = workers_needed(parts.difference, parts.between_sd, run_drift, threshold, alpha)
         reason = _undecided_reason(needed, run_drift)
     components = Components(parts.between_sd, within, run_drift)
     return Comparison(
-        ratio, *ci, p_value, decided, threshold, "worker", workers, reason, components, needed
+        ratio, *ci, p_value, decided, threshold, "worker", workers, reason, components, needed,
+        parts,
+    )  # fmt: skip
+
+
+def compare_paired(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    looks: Looks,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+) -> Comparison:
+    """Compare a session's rounds, paired (``timing/sequential.py``): each round's baseline
+    and candidate worker medians, in round order. Before the design's first look the cell is
+    ``inconclusive`` (its interval is not calibrated for that look)."""
+    rounds = len(baseline)
+    paired = Paired.of(baseline, candidate, looks)
+    workers = (rounds, rounds)
+    if rounds < looks.first:
+        ratio = math.exp(sum(paired.log_ratios) / rounds) if rounds else math.nan
+        reason = (
+            f"{rounds} round(s); the session's first look is after round {looks.first} "
+            f"(give the session time for {looks.first} rounds: --time-budget, --min-rounds)"
+        )
+        return Comparison(
+            ratio, math.nan, math.nan, math.nan, INCONCLUSIVE, threshold, "round", workers, reason
+        )
+    estimate, low, high = paired.interval(alpha)
+    _, low_eq, high_eq = paired.interval(2 * alpha)
+    p_value = min(1.0, 2 * min(paired.p_above(0.0), paired.p_below(0.0)))
+    ratio, ci = math.exp(estimate), (math.exp(low), math.exp(high))
+    decided = judge(p_value < alpha, ratio, ci, (math.exp(low_eq), math.exp(high_eq)), threshold)
+    reason = ""
+    if decided == UNDECIDED:
+        needed = rounds_at_least(paired.log_ratios, math.log1p(threshold), alpha)
+        reason = f"at this spread, at least {needed} rounds would be needed (--max-rounds)"
+    spread = Components(_sd(paired.log_ratios), 0.0)
+    return Comparison(
+        ratio, *ci, p_value, decided, threshold, "round", workers, reason, spread, None, paired
     )
+
+
+def _sd(values: Sequence[float]) -> float:
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((x - mean) ** 2 for x in values) / max(len(values) - 1, 1))
 
 
 def _within_process(
@@ -407,9 +558,11 @@ def _within_process(
     significant = p_value < alpha and not ci[0] <= 1.0 <= ci[1]
     decided = judge(significant, ratio, ci, equivalence, threshold)
     components = Components(0.0, within_worker_sd([*baseline, *candidate]))
+    evidence = WithinProcess(p_value if significant else 1.0, ratio > 1)
     return Comparison(
-        ratio, *ci, p_value, decided, threshold, "block", workers, components=components
-    )
+        ratio, *ci, p_value, decided, threshold, "block", workers, components=components,
+        evidence=evidence,
+    )  # fmt: skip
 
 
 def geometric_mean(ratios: Sequence[float]) -> float:

@@ -21,7 +21,7 @@ from stackwars.report.html.profiles import EMPTY as PROFILES_EMPTY
 from stackwars.report.html.provenance import MANIFEST_COLUMNS, RunManifest
 from stackwars.report.profile import ADDS_UP_CAPTION, OPERATION_COLUMNS
 from stackwars.report.table import format_seconds
-from stackwars.results.comparison import ComparisonRow, Gate
+from stackwars.results.comparison import ComparisonRow
 
 TIMES = "\N{MULTIPLICATION SIGN}"
 MANIFEST_NOTE = (
@@ -295,7 +295,7 @@ def _comparison(view: ComparisonView) -> list[Block]:
         blocks.append(FigureRef(view.anchor, f"ratio with its interval per cell: {view.title}"))
     rows = tuple(_comparison_texts(row) for row in view.rows)
     blocks.append(TableBlock((*columns, "Verdict"), rows, wide=frozenset({7})))
-    blocks.append(Bullets(tuple(comparison_notes(list(view.rows), Gate()))))
+    blocks.append(Bullets(tuple(comparison_notes(list(view.rows), None))))
     return blocks
 
 

@@ -1,0 +1,161 @@
+"""Benchmark: the gate's false alarms and power on fresh `stackwars ab` sessions (issue 34).
+
+    python benchmarks/power/fresh_sessions.py setup --venvs DIR
+    python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind aa --count 20 --out DIR
+    python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind ab --count 20 --out DIR
+    python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind quick --count 20 --out DIR
+    python benchmarks/power/fresh_sessions.py analyse --out DIR
+    python benchmarks/power/fresh_sessions.py sessions ... -- AB_OPTIONS [-- RUN_OPTIONS]
+
+``setup`` makes two virtual environments of identical content (this checkout installed in
+each), so that the two sides of every session really are two environments. ``sessions`` runs
+``--count`` sessions one after the other, each its own ``stackwars ab`` with the gate of
+docs/ci.md (``--fail-above 5 --fail-memory-above 10``), keeping every session's folder and
+``compare.json`` under ``--out`` (git-ignored: the data outlive a sitting; a rerun skips the
+sessions already there):
+
+* ``aa``: nine cells across numpy, torch and jax (``CELLS``), baseline against candidate with
+  nothing changed;
+* ``ab``: the same cells, the candidate's GEMM slowed through ``regressed_gemm.py``'s ``extra``
+  (the change reported is the one measured, from the session's own rounds);
+* ``quick``: the README's recipe exactly (``-- --suite quick``, default budget).
+
+``analyse`` tallies the outcomes (pass, fail, underpowered) with the Wilson 95 % interval of
+the suite-level false-alarm rate, and per cell its measured change and noise class (the
+spread of its paired log ratios: below 5 %, 5-15 %, or two-speed when its workers' medians
+split into two groups).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+REGRESSED = HERE / "regressed_gemm.py"
+GATE = ["--fail-above", "5", "--fail-memory-above", "10"]
+STACKS = "numpy:eager,torch:eager,jax:jit"
+CELLS = [
+    "--workload-file", str(REGRESSED), "--workload", "regressed-gemm", "--param", "n=256,512",
+    "--workload", "selu", "--stacks", STACKS,
+]  # fmt: skip
+SLOWED = ["--candidate-env", "REGRESS_EXTRA=0.1"]
+KINDS = {"aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"]}
+
+
+def python_of(venvs: Path, side: str) -> Path:
+    return venvs / side / "bin" / "python"
+
+
+def setup(venvs: Path) -> None:
+    """Two environments of identical content: this checkout and its pinned frameworks."""
+    for side in ("baseline", "candidate"):
+        subprocess.run([sys.executable, "-m", "venv", str(venvs / side)], check=True)
+        pip = [str(python_of(venvs, side)), "-m", "pip", "install", "-q"]
+        subprocess.run(
+            [*pip, "-c", str(ROOT / "constraints.txt"), "-e", f"{ROOT}[all]"], check=True
+        )
+
+
+def session(venvs: Path, kind: str, folder: Path, extra: list[str]) -> dict[str, Any]:
+    """One `stackwars ab` session (``extra``: more ab options, then ``--`` and run options
+    in place of the kind's cells); its compare.json, with the exit status it ended with."""
+    argv = [str(python_of(venvs, "candidate")), "-m", "stackwars", "ab"]
+    argv += ["--baseline-python", str(python_of(venvs, "baseline")), *GATE]
+    argv += SLOWED if kind == "ab" else []
+    argv += ["--out", str(folder / "rounds"), "--json", str(folder / "compare.json")]
+    argv += ["--markdown", str(folder / "compare.md")]
+    argv += extra if "--" in extra else [*extra, "--", *KINDS[kind]]
+    done = subprocess.run(argv, check=False, capture_output=True, text=True)
+    (folder / "output.txt").write_text(done.stdout + done.stderr, encoding="utf-8")
+    data = json.loads((folder / "compare.json").read_text(encoding="utf-8"))
+    data["exit"] = done.returncode
+    return data
+
+
+def sessions(venvs: Path, kind: str, count: int, out: Path, extra: list[str]) -> None:
+    for index in range(count):
+        folder = out / kind / f"{index:03d}"
+        if (folder / "compare.json").is_file():
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        data = session(venvs, kind, folder, extra)
+        print(f"{kind} {index}: {data['outcome']} (exit {data['exit']})", flush=True)
+
+
+def wilson(hits: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    if trials == 0:
+        return math.nan, math.nan
+    p = hits / trials
+    centre, spread = (
+        p + z * z / (2 * trials),
+        z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials**2)),
+    )
+    scale = 1 + z * z / trials
+    return (centre - spread) / scale, (centre + spread) / scale
+
+
+def noise_class(comparison: dict[str, Any]) -> str:
+    """Below 5 %, 5-15 % or two-speed, from the session's paired log ratios."""
+    ratios = (comparison.get("evidence") or {}).get("log_ratios") or []
+    if len(ratios) < 2:
+        return "unknown"
+    mean = sum(ratios) / len(ratios)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in ratios) / (len(ratios) - 1))
+    spread = sorted(abs(x - mean) for x in ratios)
+    if spread[-1] > 4 * spread[len(spread) // 2] and sd > 0.15:
+        return "two-speed"
+    return "below 5 %" if sd < 0.05 else "5-15 %" if sd < 0.15 else "two-speed"
+
+
+def analyse(out: Path) -> None:
+    for kind in KINDS:
+        files = sorted((out / kind).glob("*/compare.json"))
+        if not files:
+            print(f"{kind}: no sessions yet (pending)")
+            continue
+        data = [json.loads(path.read_text(encoding="utf-8")) for path in files]
+        outcomes = [item["outcome"] for item in data]
+        fails = outcomes.count("fail")
+        low, high = wilson(fails, len(data))
+        counts = {name: outcomes.count(name) for name in ("pass", "fail", "underpowered")}
+        rate = f"fail {fails / len(data):.0%} [{low:.0%}, {high:.0%}]"
+        print(f"{kind}: {len(data)} sessions {counts}; {rate}")
+        for row in data[0]["rows"] if kind == "ab" else []:
+            cell = row["cell"]
+            changes = [r["comparison"] for item in data for r in item["rows"] if r["cell"] == cell]
+            measured = [c["ratio"] for c in changes if c]
+            if measured:
+                median = sorted(measured)[len(measured) // 2]
+                print(f"  {cell}: measured change {median - 1:+.1%}, {noise_class(changes[0])}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("action", choices=("setup", "sessions", "analyse"))
+    parser.add_argument("--venvs", type=Path, default=Path("power-venvs"))
+    parser.add_argument("--kind", choices=tuple(KINDS), default="aa")
+    parser.add_argument("--count", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=Path("power-sessions"))
+    # After a first --: more ab options; after a second, run options in place of the kind's
+    # cells (a tiny trial: -- --max-rounds 3 -- --workload gemm --param n=32).
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args, extra = parser.parse_args(argv[:split]), argv[split + 1 :]
+    if args.action == "setup":
+        setup(args.venvs)
+    elif args.action == "sessions":
+        sessions(args.venvs, args.kind, args.count, args.out, extra)
+    else:
+        analyse(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,250 @@
+"""One-sided tests that stay valid however often a session looks at its data (``stackwars ab``).
+
+A session measures baseline and candidate in rounds (ABBA) and looks after every round from
+``first`` to ``last``. Its evidence for a cell is one paired log ratio a round,
+``log(candidate) - log(baseline)`` of that round's two workers: whatever moved the machine
+during the round moved both, so round-to-round drift cancels instead of counting as noise.
+
+The statistic at a look of ``n`` rounds is the one-sample trimmed t (Tukey and McLaughlin;
+the 20 % trim of ``timing/compare.py``, nothing trimmed below 5 rounds), whose one-sided
+p-value is read from Student's t with the kept rounds less one degrees of freedom. Looking
+after every round and stopping on a small p-value would make the false-alarm rate grow with
+the looks, so the p-value a look reports is **sequential**: the chance, under no change, that
+the smallest of those marginal p-values over *every* look the design allows (each round from
+``first`` to ``last``) is as small as the one seen now. This is a Pocock-type repeated
+significance test, calibrated by simulating that minimum (``reference``): under normal paired
+log ratios the trimmed t is free of the unknown spread, so the simulation is exact up to its
+Monte Carlo error whatever the cell's noise. A session that looks less often, or stops early
+(every cell settled, the time budget), only makes the test more conservative, and a shift of
+the true change away from the null moves every look's t the same way, so one-sided composite
+nulls (no slower than ``bound``) keep the level too.
+
+Robustness. A disturbed worker makes one round's ratio wild; trimming takes its weight away
+from 5 rounds on, and before that it only inflates the spread (a lost look, never a false
+alarm). Cells whose processes land at two speeds (1 ms or 5 ms) are not normal at all: when
+the first rounds all happen to put the candidate in the slow mode and the baseline in the fast
+one, their paired ratios agree closely and any t test calls it a regression (simulated: 3 to
+6 times the nominal rate at the levels a Holm family uses). Under no change the two workers
+of a round are exchangeable, so each paired ratio is as likely negative as positive, whatever
+the modes: the **sign-flip** p-value (the share of the 2^n sign patterns whose trimmed mean
+is at least the one seen) is exact for any such distribution. A look's p-value is the larger
+of the two, so a verdict needs both the t test's calibrated evidence and rounds enough to be
+more than a coin's run of luck: with ``n`` rounds the sign-flip p-value is at least 2^-n, so
+a Holm family of ``m`` hypotheses at ``alpha`` cannot fail a cell before log2(m / alpha)
+rounds (``rounds_to_reach``). tests/test_sequential.py measures the A/A rates of normal, disturbed
+and two-speed cells, and the power, by simulation with these functions.
+
+NumPy and SciPy are imported inside the functions (analysis only)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+TRIM = 0.2  # the fraction trimmed at each end (timing/compare.py's Yuen trim)
+# Paths simulated for the reference: its p-values are exact to about
+# sqrt(p / REFERENCE_PATHS), 7 % of p at the smallest level a Holm family of 50 hypotheses uses.
+REFERENCE_PATHS = 2**18
+REFERENCE_SEED = 34
+FEWEST_ROUNDS = 2  # a paired t needs two rounds to see a spread
+MOST_ROUNDS = 1000  # past this, "at least N rounds" says more rounds are not a plan
+PLANNING_POWER = 0.8  # "likely", as timing/sample_size.py's
+# Up to this many rounds every sign pattern is counted (2^12 = 4096); past it, as many random
+# patterns (seeded), whose p-value (1 + at least as large) / (1 + drawn) stays valid.
+EXACT_FLIP_ROUNDS = 12
+
+
+@dataclass(frozen=True)
+class Looks:
+    """The looks a design allows: after each round from ``first`` to ``last`` (one look,
+    ``first == last``, is a fixed-size test and needs no calibration)."""
+
+    first: int
+    last: int
+
+    def __post_init__(self) -> None:
+        if not FEWEST_ROUNDS <= self.first <= self.last:
+            raise ValueError(
+                f"looks from round {self.first} to {self.last}: need "
+                f"{FEWEST_ROUNDS} <= first <= last"
+            )
+
+    @property
+    def count(self) -> int:
+        return self.last - self.first + 1
+
+
+def trimmed_t(values: Any) -> tuple[Any, Any, Any]:
+    """(trimmed mean, Yuen's standard error, degrees of freedom) of each row of ``values``
+    (an array, rounds along the last axis); the standard error is 0 when every kept value is
+    the same."""
+    import numpy as np
+
+    ordered = np.sort(np.asarray(values, dtype=np.float64), axis=-1)
+    n = ordered.shape[-1]
+    cut = int(TRIM * n)
+    kept = ordered[..., cut : n - cut]
+    h = kept.shape[-1]
+    winsorized = np.clip(ordered, kept[..., :1], kept[..., -1:])
+    variance = np.var(winsorized, axis=-1, ddof=1)
+    se = np.sqrt((n - 1) * variance / (h * (h - 1)))
+    return kept.mean(axis=-1), se, h - 1
+
+
+def marginal_p_above(values: Any, bound: float = 0.0) -> Any:
+    """One-sided p-value of each row's trimmed t against "the mean is at most ``bound``" (small:
+    evidence of a mean above it); 1 when the rows have no spread and sit at or below it."""
+    import numpy as np
+    from scipy.stats import t as student
+
+    mean, se, df = trimmed_t(values)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        statistic = np.where(se > 0, (mean - bound) / se, np.where(mean > bound, np.inf, -np.inf))
+    return student.sf(statistic, df)
+
+
+@functools.lru_cache(maxsize=16)
+def reference(looks: Looks) -> Any:
+    """The sorted smallest marginal p-value over every look of ``looks``, for
+    ``REFERENCE_PATHS`` sessions of normal paired log ratios with no change (seeded: the same
+    reference every time)."""
+    import numpy as np
+
+    rng = np.random.default_rng(REFERENCE_SEED)
+    paths = rng.standard_normal((REFERENCE_PATHS, looks.last))
+    smallest = np.ones(REFERENCE_PATHS)
+    for rounds in range(looks.first, looks.last + 1):
+        smallest = np.minimum(smallest, marginal_p_above(paths[:, :rounds]))
+    return np.sort(smallest)
+
+
+def sequential_p(marginal: float, looks: Looks) -> float:
+    """The sequential p-value of a look whose marginal p-value is ``marginal`` (module
+    docstring): with one look it is the marginal one."""
+    if looks.count == 1:
+        return marginal
+    import numpy as np
+
+    ordered = reference(looks)
+    at_most = int(np.searchsorted(ordered, marginal, side="right"))
+    return (1 + at_most) / (1 + len(ordered))
+
+
+def nominal_level(alpha: float, looks: Looks) -> float:
+    """The marginal one-sided level a look must reach for a sequential p-value below
+    ``alpha`` (the level that sets a look's interval)."""
+    if looks.count == 1:
+        return alpha
+    ordered = reference(looks)
+    index = math.floor(alpha * (1 + len(ordered))) - 1
+    return float(ordered[index]) if index >= 0 else 0.0
+
+
+def flip_p_above(values: Any, bound: float = 0.0) -> Any:
+    """Sign-flip p-value of each row against "the paired ratios are symmetric about ``bound``"
+    (small: they lie above it): the share of sign patterns of ``values - bound`` whose trimmed
+    mean (``TRIM``, as the t test's: one wild round moves it little) is at least the observed
+    one. Exact for any distribution symmetric about ``bound``."""
+    import itertools
+
+    import numpy as np
+
+    centred = np.asarray(values, dtype=np.float64) - bound
+    n = centred.shape[-1]
+    if n <= EXACT_FLIP_ROUNDS:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+        extra = 0
+    else:
+        rng = np.random.default_rng(REFERENCE_SEED)
+        signs = rng.choice((1.0, -1.0), size=(2**EXACT_FLIP_ROUNDS, n))
+        extra = 1
+    observed = _trimmed_mean(centred)
+    flipped = _trimmed_mean(centred[..., None, :] * signs)
+    # A relative tolerance: means equal in exact arithmetic must count as equal.
+    tolerance = 1e-9 * np.abs(centred).max(axis=-1, keepdims=True)
+    at_least = (flipped >= observed[..., None] - tolerance).sum(axis=-1)
+    return (at_least + extra) / (len(signs) + extra)
+
+
+def _trimmed_mean(values: Any) -> Any:
+    import numpy as np
+
+    ordered = np.sort(values, axis=-1)
+    n = ordered.shape[-1]
+    cut = int(TRIM * n)
+    return ordered[..., cut : n - cut].mean(axis=-1)
+
+
+def p_above(values: Sequence[float], bound: float, looks: Looks) -> float:
+    """A look's p-value against "the change is at most ``bound``": the larger of the
+    sequential trimmed t's and the sign flip's (module docstring)."""
+    row = [list(values)]
+    sequential = sequential_p(float(marginal_p_above(row, bound)[0]), looks)
+    return max(sequential, float(flip_p_above(row, bound)[0]))
+
+
+def rounds_to_reach(level: float) -> int:
+    """The fewest rounds whose sign-flip p-value can be below ``level``."""
+    return max(FEWEST_ROUNDS, math.floor(math.log2(1 / level)) + 1)
+
+
+def rounds_at_least(log_ratios: Sequence[float], margin: float, alpha: float) -> int:
+    """A lower bound on the rounds that could decide a cell at its measured spread: the
+    sign flip's minimum (``rounds_to_reach``), and the normal sample-size rule for telling its
+    mean from 0 or from the ``margin`` (whichever is nearer to deciding) at ``alpha`` with
+    80 % power. A bound, not a promise: the sequential calibration asks for more."""
+    from scipy.stats import norm
+
+    mean = sum(log_ratios) / len(log_ratios)
+    spread = math.sqrt(sum((x - mean) ** 2 for x in log_ratios) / max(len(log_ratios) - 1, 1))
+    distance = max(abs(mean), margin - abs(mean))
+    z = norm.isf(alpha) + norm.isf(1 - PLANNING_POWER)
+    normal = math.ceil((z * spread / distance) ** 2) if distance > 0 else math.inf
+    return max(rounds_to_reach(alpha), int(min(normal, MOST_ROUNDS)))
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A cell's paired log ratios, one a round in round order, and the design's looks."""
+
+    log_ratios: tuple[float, ...]
+    looks: Looks
+
+    @classmethod
+    def of(cls, baseline: Sequence[float], candidate: Sequence[float], looks: Looks) -> Paired:
+        """From each round's baseline and candidate times (same length, round order)."""
+        if len(baseline) != len(candidate):
+            raise ValueError(
+                f"{len(baseline)} baseline and {len(candidate)} candidate rounds: pair them "
+                "by round first"
+            )
+        if len(baseline) > looks.last:
+            raise ValueError(f"{len(baseline)} rounds is past the design's last look")
+        ratios = tuple(math.log(c) - math.log(b) for b, c in zip(baseline, candidate, strict=True))
+        return cls(ratios, looks)
+
+    @property
+    def rounds(self) -> int:
+        return len(self.log_ratios)
+
+    def p_above(self, bound: float) -> float:
+        """p-value against "the change is at most ``bound``" (a log ratio)."""
+        return p_above(self.log_ratios, bound, self.looks)
+
+    def p_below(self, bound: float) -> float:
+        """p-value against "the change is at least ``bound``"."""
+        return p_above([-x for x in self.log_ratios], -bound, self.looks)
+
+    def interval(self, alpha: float) -> tuple[float, float, float]:
+        """(estimate, low, high) of the log ratio: the trimmed mean and the interval whose
+        each side misses with probability at most ``alpha / 2`` at any look."""
+        from scipy.stats import t as student
+
+        means, errors, df = trimmed_t([self.log_ratios])
+        mean, se = float(means[0]), float(errors[0])
+        level = nominal_level(alpha / 2, self.looks)
+        half = float(student.isf(level, df)) * se if level > 0 else math.inf
+        return mean, mean - half, mean + half
