@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +94,23 @@ def test_a_worker_whose_parent_is_gone_exits_at_once(monkeypatch: pytest.MonkeyP
     child._die_with_parent(os.getpid() + 10**6)
     child._die_with_parent(os.getppid())
     assert exits == [1]
+
+
+@pytest.mark.slow
+def test_a_tool_runs_to_its_end_logged_line_by_line_and_is_killed_at_its_timeout(
+    tmp_path: Path,
+) -> None:
+    from stackwars.runner.child import TIMED_OUT, run_command
+
+    heard: list[str] = []
+    log = tmp_path / "tool.log"
+    code = run_command(
+        [sys.executable, "-c", "print('one'); print('two')"],
+        timeout_s=60,
+        log=log,
+        on_line=heard.append,
+    )
+    assert (code, heard) == (0, ["one", "two"])
+    assert log.read_text(encoding="utf-8").splitlines() == ["one", "two"]
+    slow = [sys.executable, "-c", "import time; time.sleep(60)"]
+    assert run_command(slow, timeout_s=1, log=log) == TIMED_OUT

@@ -29,9 +29,12 @@ def test_gemm_on_every_installed_stack_in_fresh_workers(tmp_path: Path) -> None:
         str(out),
         "--strict",
     ]
-    assert main(argv) == 0
+    # The stacks of stackwars' own environment: one in an environment of its own is
+    # tests/test_torch_lazy.py's (here the tests hide the user's environments).
+    own = [str(stack) for stack in default_stacks() if not stack.runs_in]
+    assert main([*argv, "--stacks", ",".join(own)]) == 0
     cells = {c["stack"]: c for c in json.loads(out.read_text())["cells"]}
-    assert set(cells) == {str(stack) for stack in default_stacks()}
+    assert set(cells) == set(own)
     for stack, cell in cells.items():
         if missing_reason(stack.partition(":")[0]):
             assert cell["status"] == "unsupported"

@@ -154,16 +154,16 @@ def test_a_framework_not_installed_is_unsupported_without_a_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from stackwars.frameworks import FRAMEWORKS
-    from stackwars.runner import plan
+    from stackwars.runner import environments
 
-    real = plan.stack_missing_reason
+    real = environments.stack_missing_reason
 
-    def torch_missing(framework: str, mode: str) -> str | None:
+    def torch_missing(framework: str, mode: str, environment: str = "") -> str | None:
         if framework == "torch":
             return f"torch is not installed; fix: {FRAMEWORKS['torch'].install_hint()}"
-        return real(framework, mode)
+        return real(framework, mode, environment)
 
-    monkeypatch.setattr(plan, "stack_missing_reason", torch_missing)
+    monkeypatch.setattr(environments, "stack_missing_reason", torch_missing)
     out = tmp_path / "run.json"
     argv = [
         "run",

@@ -187,6 +187,8 @@ def run_command(
             watchdog.cancel()
             if popen.poll() is None:
                 kill_tree(popen)
+            if popen.stdout is not None:
+                popen.stdout.close()
     return TIMED_OUT if code == -signal.SIGKILL else code
 
 
