@@ -18,7 +18,7 @@ from stackwars.frameworks import Stack, split_stack
 from stackwars.results.comparison import ComparisonRow, Gate, compare_runs
 from stackwars.results.schema import Cell
 from stackwars.service import ab
-from stackwars.timing.compare import SIGNIFICANTLY_FASTER
+from stackwars.timing.compare import INCONCLUSIVE, SIGNIFICANTLY_FASTER
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,8 @@ def _judgement(row: ComparisonRow, threshold: float) -> Judgement:
     result = row.result
     if result is None or row.note:
         return Judgement(row.label, UNDECIDED, detail=row.note or row.broken)
+    if result.verdict == INCONCLUSIVE:  # too few workers: its interval is not the gate's
+        return Judgement(row.label, UNDECIDED, result.ratio, math.nan, math.nan, result.describe())
     gate = Gate(fail_above=threshold * 100)
     if row.regression_above(threshold * 100):
         word = SLOWER
