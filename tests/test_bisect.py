@@ -17,7 +17,7 @@ import pytest
 
 from stackwars.bisect import plan as planning
 from stackwars.bisect import report, service
-from stackwars.bisect.search import SAME, SLOWER, UNDECIDED, Search
+from stackwars.bisect.search import FASTER, SAME, SLOWER, UNDECIDED, Search
 from stackwars.bisect.verdict import judge
 from stackwars.cli import main
 from stackwars.config import default_memory_budget
@@ -147,16 +147,14 @@ def _recorded(
     gate through the seam, each taking 60 s."""
 
     def compare_of(index: int) -> service.Compare:
-        def compare(
-            older: str, newer: str, tracked: frozenset[str], budget_s: float
-        ) -> service.Step:
+        def compare(older: str, newer: str, watch: service.Watch, budget_s: float) -> service.Step:
             spread = tuple(1 + 20 * (f - 1) for f in SPREAD) if newer in noisy else SPREAD
             judged = judge(
                 _cells(older, ratios, SPREAD), _cells(newer, ratios, spread), 0.05, ALPHA
             )
             CLOCK.now += 60.0
             return service.Step(
-                older, newer, tuple(judged), 6, 60.0, Path(f"step-{index}"), "decided", tracked
+                older, newer, tuple(judged), 6, 60.0, Path(f"step-{index}"), "decided", watch
             )
 
         return compare
@@ -214,10 +212,22 @@ def test_the_bisection_names_the_release_where_the_slowdown_appears() -> None:
     assert first.ratio == pytest.approx(1.3) and first.low < 1.3 < first.high
     assert report.change(first).startswith("+30.0 % [")
     summary = report.summary_lines(bisection)
-    assert summary[0] == "the change appears in jax 0.10.1 (0.10.0 is the last release without it)"
+    assert (
+        summary[0]
+        == "the change (slower) appears in jax 0.10.1 (0.10.0 is the last release without it)"
+    )
     assert [p.name for p in bisection.environments] == [
         f"jax-{v}" for v in ("0.9.2", "0.10.2", "0.10.0", "0.10.1")
     ]
+
+
+def test_a_speed_up_is_bisected_as_well() -> None:
+    """docs/results.md's jax:eager SELU looked faster on 0.10.2: its release is named too."""
+    faster_from_0_10_0 = {"0.9.2": 1.0, "0.10.0": 0.78, "0.10.1": 0.78, "0.10.2": 0.78}
+    bisection = _bisect(faster_from_0_10_0)
+    assert [s.word for s in bisection.steps] == [FASTER, FASTER]
+    assert bisection.search.named == "0.10.0"
+    assert report.answer(bisection).startswith("the change (faster) appears in jax 0.10.0 (")
 
 
 def test_a_change_that_good_against_bad_does_not_show_stops_there() -> None:
@@ -239,7 +249,9 @@ def test_a_release_that_cannot_be_installed_is_skipped_with_the_reason() -> None
     assert bisection.search.named is None and bisection.search.suspects() == ["0.10.0", "0.10.1"]
     assert bisection.stopped == "nothing left to test"
     summary = report.summary_lines(bisection)
-    assert summary[0].startswith("the change appears in one of jax 0.10.0, 0.10.1 (after 0.9.2)")
+    assert summary[0].startswith(
+        "the change (slower) appears in one of jax 0.10.0, 0.10.1 (after 0.9.2)"
+    )
     assert any(line.startswith("  jax-0.10.0: skipped, pip install ended") for line in summary)
 
 
@@ -313,7 +325,7 @@ def test_a_step_is_ab_rounds_of_the_stacks_in_each_environment(tmp_path: Path) -
     )
     events: list[service.Event] = []
     compare = service.measure_step(request, 1, events.append, CLOCK)
-    step = compare("0.10.2", "0.10.2", frozenset(), 600.0)
+    step = compare("0.10.2", "0.10.2", service.Watch(), 600.0)
     assert step.rounds == 2 and step.folder == tmp_path / "step-01-0.10.2-vs-0.10.2"
     (judged,) = step.judgements
     # Paired by stack without the environment; two workers a side are too few to judge.

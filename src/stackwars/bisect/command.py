@@ -28,16 +28,18 @@ OWNED = ("--stacks",)
 def add_bisect(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "bisect",
-        help="which release of a framework made cells slower: interleaved comparisons "
-        "release against release, an environment each",
+        help="which release of a framework made cells slower (or faster): interleaved "
+        "comparisons release against release, an environment each",
         description=(
-            "Find the first release of a framework where cells got slower: the releases "
-            "from --good to --bad come from the package index; each runs in an environment "
-            "of its own (<framework>-<version>, made once and reused); good against bad is "
-            "compared first (no slowdown: it says so and stops), then a release between at a "
-            "time against the last good one, each an interleaved A/B session as in "
-            "'stackwars ab'. Exit 0 when one release is named, 1 when the slowdown is not "
-            "reproducible, 3 when the search stopped with several releases left."
+            "Find the first release of a framework where cells changed: the releases from "
+            "--good to --bad come from the package index; each runs in an environment of its "
+            "own (<framework>-<version>, made once and reused); good against bad is compared "
+            "first, and what it shows (slower, else faster) is the change looked for (none: "
+            "it says so and stops); then a release between at a time against the last good "
+            "one, each an interleaved A/B session as in 'stackwars ab'. Exit 0 when one "
+            "release is named, 1 when the change is not reproducible, 3 when it stopped "
+            "without naming one (releases passed over, the time budget, good or bad not "
+            "installable)."
         ),
         epilog="example: stackwars bisect --stacks jax:eager --good 0.9.2 --bad 0.10.2 -- "
         "--workload selu --param n=2000",
@@ -59,8 +61,10 @@ def _add_versions(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stacks", required=True, help="the stacks, of one framework (e.g. jax:eager)"
     )
-    parser.add_argument("--good", required=True, metavar="VERSION", help="a fast release")
-    parser.add_argument("--bad", required=True, metavar="VERSION", help="a later, slow release")
+    parser.add_argument(
+        "--good", required=True, metavar="VERSION", help="an earlier release, without the change"
+    )
+    parser.add_argument("--bad", required=True, metavar="VERSION", help="a later release, with it")
     parser.add_argument(
         "--versions",
         metavar="LIST",
@@ -81,7 +85,7 @@ def _add_measure(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=5.0,
         metavar="PCT",
-        help="smallest slowdown a step calls slower (5)",
+        help="smallest change a step calls slower or faster (5)",
     )
     parser.add_argument("--min-rounds", type=int, default=3, help="rounds before a look (3)")
     parser.add_argument("--max-rounds", type=int, default=10, help="rounds a step at most (10)")
@@ -105,9 +109,9 @@ def bisect_command(args: argparse.Namespace, argv: list[str]) -> int:
     bisection = service.run(request, lambda event: show(report.event_line(event)), ab.default_clock)
     for line in report.summary_lines(bisection):
         show(line)
-    if not bisection.reproducible:
+    if bisection.reproducible is False:
         return EXIT_NOT_REPRODUCIBLE
-    return 0 if bisection.search.named else EXIT_NOT_NARROWED
+    return 0 if bisection.reproducible and bisection.search.named else EXIT_NOT_NARROWED
 
 
 def request_of(args: argparse.Namespace) -> service.Request:

@@ -116,8 +116,8 @@ def plan(
     framework, stacks = framework_of(stacks_text)
     if release(good) >= release(bad):
         raise UsageError(
-            f"--good {good} is not older than --bad {bad}: give the version that was fast as "
-            "--good and the later, slow one as --bad"
+            f"--good {good} is not older than --bad {bad}: give the earlier release (without "
+            "the change) as --good and the later one as --bad"
         )
     known = {release(v): v for v in available}
     offered = ", ".join(known[key] for key in sorted(known))

@@ -42,7 +42,8 @@ def step_lines(step: Step) -> str:
         f"{step.newer} against {step.older}: {step.word} ({step.rounds} rounds, "
         f"{step.seconds:.0f} s, {step.stopped})"
     )
-    watched = [j for j in step.judgements if not step.tracked or j.label in step.tracked]
+    cells = step.watch.cells
+    watched = [j for j in step.judgements if not cells or j.label in cells]
     return "\n".join([head, *(f"  {j.label}: {j.word} {change(j)}" for j in watched)])
 
 
@@ -70,14 +71,14 @@ def answer(bisection: Bisection) -> str:
     search: Search = bisection.search
     if not bisection.reproducible:
         return f"no answer: {bisection.stopped}"
-    framework = bisection.plan.framework
+    framework, change = bisection.plan.framework, f"the change ({search.change})"
     if search.named is not None:
         return (
-            f"the change appears in {framework} {search.named} "
+            f"{change} appears in {framework} {search.named} "
             f"({search.last_good} is the last release without it)"
         )
     return (
-        f"the change appears in one of {framework} {', '.join(search.suspects())} "
+        f"{change} appears in one of {framework} {', '.join(search.suspects())} "
         f"(after {search.last_good}); {bisection.stopped}"
     )
 

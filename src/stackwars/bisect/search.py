@@ -1,15 +1,18 @@
 """The bisection's decisions, on verdicts alone (pure: no process, no clock).
 
-The releases run oldest (good) to newest (bad). Good against bad is compared first: only a
-``slower`` verdict makes the change reproducible. Then each step compares a release between the
-last good and the first bad one with the last good one: ``slower`` moves the first bad release
-down to it, ``same`` or ``faster`` (not the slowdown) moves the last good one up. A release that
-cannot be installed, or whose comparison stays ``undecided``, is passed over (as ``git bisect
-skip``), so the answer may be a range of releases rather than one.
+The releases run oldest (good) to newest (bad). Good against bad is compared first, and its
+verdict is the change looked for: ``slower`` (a slowdown; it wins when some cells got slower
+and others faster) or ``faster`` (a speed-up, whose release a user wants named as much);
+``same`` or ``undecided`` means the change is not reproducible. Then each step compares a
+release between the last good and the first bad one with the last good one: the change moves
+the first bad release down to it, ``same`` or the opposite change moves the last good one up.
+A release that cannot be installed, or whose comparison stays ``undecided``, is passed over
+(as ``git bisect skip``), so the answer may be a range of releases rather than one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
@@ -24,6 +27,7 @@ class Search:
     good: int = 0
     bad: int = -1
     passed_over: dict[str, str] = field(default_factory=dict)  # version -> why
+    change: str = SLOWER  # what good against bad showed: SLOWER or FASTER
 
     def __post_init__(self) -> None:
         if self.bad < 0:
@@ -47,9 +51,9 @@ class Search:
         if word not in WORDS:
             raise ValueError(f"verdict {word!r} is not one of {WORDS}")
         index = self.versions.index(version)
-        if word == SLOWER:
+        if word == self.change:
             self.bad = index
-        elif word in (SAME, FASTER):
+        elif word != UNDECIDED:
             self.good = index
         else:
             self.passed_over[version] = why or "undecided"
@@ -77,5 +81,19 @@ class Search:
 
 
 def reproducible(word: str) -> bool:
-    """Whether good against bad shows the slowdown the bisection looks for."""
-    return word == SLOWER
+    """Whether good against bad shows a change to look for."""
+    return word in CHANGES
+
+
+CHANGES = (SLOWER, FASTER)
+
+
+def step_word(words: Sequence[str], looked_for: Sequence[str] = CHANGES) -> str:
+    """One verdict from the watched cells' (``looked_for``: the change, or either before it is
+    known): the first change some cell shows, else undecided while one is, else same."""
+    for change in looked_for:
+        if change in words:
+            return change
+    if not words or UNDECIDED in words:
+        return UNDECIDED
+    return SAME

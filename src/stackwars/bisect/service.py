@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackwars.bisect import plan as planning
-from stackwars.bisect.search import SAME, SLOWER, UNDECIDED, Search, reproducible
+from stackwars.bisect.search import CHANGES, UNDECIDED, Search, reproducible, step_word
 from stackwars.bisect.verdict import Judgement, judge
 from stackwars.errors import UsageError
 from stackwars.frameworks import environments as places
@@ -54,6 +54,19 @@ class Prepared:
 
 
 @dataclass(frozen=True)
+class Watch:
+    """What a step decides on: the cells that changed from good to bad (every cell while
+    that is compared) and that change (slower or faster; "" for either)."""
+
+    cells: frozenset[str] = frozenset()
+    change: str = ""
+
+    def word(self, judgements: Sequence[Judgement]) -> str:
+        watched = [j.word for j in judgements if not self.cells or j.label in self.cells]
+        return step_word(watched, (self.change,) if self.change else CHANGES)
+
+
+@dataclass(frozen=True)
 class Step:
     """One comparison: ``newer`` against ``older``, its cells' judgements, its rounds."""
 
@@ -64,11 +77,11 @@ class Step:
     seconds: float
     folder: Path
     stopped: str
-    tracked: frozenset[str] = frozenset()  # the cells it watched (all of them when empty)
+    watch: Watch = Watch()
 
     @property
     def word(self) -> str:
-        return step_word(self.judgements, self.tracked)
+        return self.watch.word(self.judgements)
 
 
 @dataclass
@@ -77,7 +90,7 @@ class Bisection:
     search: Search
     environments: list[Prepared] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
-    tracked: frozenset[str] = frozenset()  # the cells that changed from good to bad
+    watch: Watch = Watch()  # what good against bad showed
     reproducible: bool | None = None  # None: good against bad was not compared
     stopped: str = ""
     elapsed_s: float = 0.0
@@ -88,7 +101,7 @@ class Bisection:
 Event = Prepared | Step | str
 Listener = Callable[[Event], None]
 Create = Callable[..., environments.Creation]
-Compare = Callable[[str, str, frozenset[str], float], Step]
+Compare = Callable[[str, str, Watch, float], Step]
 
 
 def index_versions(package: str) -> list[str]:
@@ -159,32 +172,18 @@ def prepare(plan: planning.Plan, version: str, create: Create, say: Listener) ->
     return Prepared(version, name, creation.state.folder, creation.made, creation.seconds)
 
 
-def step_word(judgements: Sequence[Judgement], tracked: frozenset[str]) -> str:
-    """The step's verdict on the cells that changed from good to bad (every cell while that
-    is being compared): slower when one of them is, undecided while one is, else same."""
-    watched = [j for j in judgements if not tracked or j.label in tracked]
-    words = {j.word for j in watched}
-    if not watched:
-        return UNDECIDED
-    if SLOWER in words:
-        return SLOWER
-    if UNDECIDED in words:
-        return UNDECIDED
-    return SAME if SAME in words else next(iter(words))
-
-
 def measure_step(
     request: Request, index: int, listen: Listener, clock: Callable[[], float]
 ) -> Compare:
     """Step ``index``'s comparison: ab's rounds, from ``min_rounds`` judged after each, until
     the watched cells are decided, ``max_rounds`` or the time left."""
 
-    def compare(older: str, newer: str, tracked: frozenset[str], budget_s: float) -> Step:
+    def compare(older: str, newer: str, watch: Watch, budget_s: float) -> Step:
         folder = request.out_dir / f"step-{index:02d}-{older}-vs-{newer}"
         session = dataclasses.replace(
             _session(request, folder, (older, newer)), time_budget_s=budget_s
         )
-        return _rounds(session, (older, newer), tracked, listen, clock)
+        return _rounds(session, (older, newer), watch, listen, clock)
 
     return compare
 
@@ -206,7 +205,7 @@ def _session(request: Request, folder: Path, versions: tuple[str, str]) -> ab.Se
 def _rounds(
     session: ab.Session,
     versions: tuple[str, str],
-    tracked: frozenset[str],
+    watch: Watch,
     listen: Listener,
     clock: Callable[[], float],
 ) -> Step:
@@ -227,19 +226,14 @@ def _rounds(
                 session.alpha,
             )  # fmt: skip
         listen(f"  round {rounds}: {elapsed:.0f} s")
-        stopped = _stop(session, judgements, tracked, rounds, elapsed)
+        stopped = _stop(session, watch.word(judgements) if judgements else "", rounds, elapsed)
     seconds = clock() - start
-    return Step(*versions, tuple(judgements), rounds, seconds, session.out_dir, stopped, tracked)
+    return Step(*versions, tuple(judgements), rounds, seconds, session.out_dir, stopped, watch)
 
 
-def _stop(
-    session: ab.Session,
-    judgements: Sequence[Judgement],
-    tracked: frozenset[str],
-    rounds: int,
-    elapsed: float,
-) -> str:
-    if judgements and step_word(judgements, tracked) != UNDECIDED:
+def _stop(session: ab.Session, word: str, rounds: int, elapsed: float) -> str:
+    """Why the step ends after this round ('' to go on); ``word``: its verdict so far."""
+    if word and word != UNDECIDED:
         return "decided"
     if rounds >= session.max_rounds:
         return f"--max-rounds {session.max_rounds} reached"
@@ -287,7 +281,7 @@ class _Bisector:
         if not self.affordable():
             bisection.stopped = "time budget spent on the environments of good and bad"
             return bisection
-        self.first(self.steps(0)(plan.good, plan.bad, frozenset(), self.left()))
+        self.first(self.steps(0)(plan.good, plan.bad, Watch(), self.left()))
         while bisection.reproducible and not bisection.stopped:
             self.step()
         self.left()
@@ -320,7 +314,9 @@ class _Bisector:
             shown = f"{step.newer} against {step.older} is {step.word} ({step.stopped})"
             bisection.stopped = f"not reproducible: {shown}"
             return
-        bisection.tracked = frozenset(j.label for j in step.judgements if j.word == SLOWER)
+        changed = frozenset(j.label for j in step.judgements if j.word == step.word)
+        bisection.watch = Watch(changed, step.word)
+        bisection.search.change = step.word
 
     def step(self) -> None:
         bisection, search = self.bisection, self.bisection.search
@@ -336,7 +332,7 @@ class _Bisector:
             search.pass_over(version, f"cannot be installed: {prepared.skipped}")
             return
         compare = self.steps(len(bisection.steps))
-        step = compare(search.last_good, version, bisection.tracked, self.left())
+        step = compare(search.last_good, version, bisection.watch, self.left())
         bisection.steps.append(step)
         self.listen(step)
         search.record(version, step.word, f"undecided after {step.rounds} rounds ({step.stopped})")
