@@ -126,7 +126,7 @@ def request_of(args: argparse.Namespace) -> service.Request:
                 "environment is added to them)"
             )
     framework, _ = planning.framework_of(args.stacks)
-    package = planning.PINNED_TOGETHER[framework][0]
+    package = planning.packages(framework)[0]
     if args.versions:
         available = [v.strip() for v in args.versions.split(",")]
     else:

@@ -14,19 +14,6 @@ from dataclasses import dataclass
 from stackwars.errors import UnknownNameError, UsageError
 from stackwars.frameworks import FRAMEWORKS, Stack, parse_stacks, split_stack
 
-# The distributions installed at the framework's version: those released in lockstep with it
-# (jaxlib with jax, torch with torch_xla), so that an environment pins every one of them at the
-# same number. The registry's distributions say what a worker reports, not this (tensorflow's
-# are two alternative builds, keras' backends are released on their own).
-PINNED_TOGETHER: dict[str, tuple[str, ...]] = {
-    "jax": ("jax", "jaxlib"),
-    "torch": ("torch",),
-    "tensorflow": ("tensorflow",),
-    "torch-xla": ("torch_xla", "torch"),
-}
-NOT_BISECTABLE = {
-    "numpy": "stackwars itself runs on its pinned numpy in every environment",
-}
 # Final releases only (0.9.2, 0.9.0.1): a pre-release or a local build is not a release a user
 # upgrades through, and its order among releases needs PEP 440's full rules.
 RELEASE = re.compile(r"^\d+(\.\d+)*$")
@@ -81,7 +68,7 @@ class Plan:
         return f"{self.framework}-{version}"
 
     def pins(self, version: str) -> tuple[str, ...]:
-        together = PINNED_TOGETHER[self.framework]
+        together = packages(self.framework)
         return (*(f"{package}=={version}" for package in together), *self.extra_pins)
 
     def stacks_in(self, version: str) -> str:
@@ -90,15 +77,21 @@ class Plan:
         return ",".join(str(Stack(s.framework, s.mode, where)) for s in self.stacks)
 
 
+def packages(framework: str) -> tuple[str, ...]:
+    """The distributions pinned at each release of ``framework``, the first its own."""
+    return FRAMEWORKS[framework].release_packages
+
+
 def framework_of(stacks_text: str) -> tuple[str, tuple[Stack, ...]]:
     """The one framework the stacks belong to, and the stacks; a UsageError otherwise."""
     framework = split_stack(stacks_text.split(",", maxsplit=1)[0])[0]
     if framework not in FRAMEWORKS:
         raise UnknownNameError("framework", framework, FRAMEWORKS)
-    if framework in NOT_BISECTABLE or framework not in PINNED_TOGETHER:
-        why = NOT_BISECTABLE.get(framework, "its version is not released on its own")
+    if not packages(framework):
+        bisectable = [name for name, info in FRAMEWORKS.items() if info.release_packages]
+        why = FRAMEWORKS[framework].release_note
         raise UsageError(
-            f"{framework} cannot be bisected ({why}); bisect one of {', '.join(PINNED_TOGETHER)}"
+            f"{framework} cannot be bisected ({why}); bisect one of {', '.join(bisectable)}"
         )
     stacks = tuple(parse_stacks(stacks_text))
     if {s.framework for s in stacks} != {framework} or any(s.environment for s in stacks):
@@ -124,7 +117,7 @@ def plan(
     for name, version in (("--good", good), ("--bad", bad)):
         if release(version) not in known:
             raise UsageError(
-                f"{name} {version}: no such release of {PINNED_TOGETHER[framework][0]} among "
+                f"{name} {version}: no such release of {packages(framework)[0]} among "
                 f"those offered (by the package index, or --versions): {offered}"
             )
     chosen = [v for key, v in sorted(known.items()) if release(good) <= key <= release(bad)]

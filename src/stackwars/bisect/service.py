@@ -127,7 +127,7 @@ def check(request: Request) -> None:
     run options, on a session shaped like the steps'."""
     for pin in request.plan.extra_pins:
         name = pin.partition("==")[0].strip()
-        if "==" not in pin or name in planning.PINNED_TOGETHER[request.plan.framework]:
+        if "==" not in pin or name in planning.packages(request.plan.framework):
             raise UsageError(
                 f"--pin {pin!r}: pin another package exactly (PACKAGE==VERSION); the bisected "
                 "framework's own packages are pinned at each release"
