@@ -6,6 +6,7 @@ of ab's rounds."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -260,6 +261,21 @@ def test_an_undecided_release_is_passed_over_and_the_answer_is_a_range() -> None
     assert bisection.steps[1].word == UNDECIDED
     assert "0.10.0" in bisection.search.passed_over
     assert bisection.search.suspects() == ["0.10.0", "0.10.1"]
+
+
+def test_a_cell_that_fails_in_a_release_ends_its_step_with_the_reason() -> None:
+    """No round can decide a cell that errors: the step stops and says why, once."""
+    why = "AttributeError: module 'jax.nn' has no attribute 'selu'"
+    failing = [
+        dataclasses.replace(cell, status="error", reason=why)
+        for cell in _cells("0.10.0", STEP_AT_0_10_1, SPREAD)
+    ]
+    (judged,) = judge(_cells("0.9.2", STEP_AT_0_10_1, SPREAD), failing, 0.05, ALPHA)
+    assert (judged.word, judged.hopeless) == (UNDECIDED, True)
+    assert service.Watch().hopeless([judged])
+    step = service.Step("0.9.2", "0.10.0", (judged,), 3, 30.0, Path("step"), "cells failed")
+    shown = report.step_lines(step).splitlines()[1]
+    assert shown.endswith(f"undecided, ok in the baseline, error in the candidate: {why}")
 
 
 def test_the_time_budget_stops_with_what_is_known() -> None:

@@ -16,8 +16,6 @@ from stackwars.bisect.verdict import Judgement
 
 def change(judgement: Judgement) -> str:
     """``+25.3 % [+12.1, +40.2]``: the change and its interval, in percent."""
-    if math.isnan(judgement.ratio):
-        return "no ratio"
     low, high = (100 * (value - 1) for value in (judgement.low, judgement.high))
     return f"{100 * (judgement.ratio - 1):+.1f} % [{low:+.1f}, {high:+.1f}]"
 
@@ -42,9 +40,13 @@ def step_lines(step: Step) -> str:
         f"{step.newer} against {step.older}: {step.word} ({step.rounds} rounds, "
         f"{step.seconds:.0f} s, {step.stopped})"
     )
-    cells = step.watch.cells
-    watched = [j for j in step.judgements if not cells or j.label in cells]
-    return "\n".join([head, *(f"  {j.label}: {j.word} {change(j)}" for j in watched)])
+    watched = step.watch.watched(step.judgements)
+    return "\n".join([head, *(f"  {j.label}: {j.word}, {_evidence(j)}" for j in watched)])
+
+
+def _evidence(judgement: Judgement) -> str:
+    """The change and interval, or why there is none."""
+    return change(judgement) if math.isfinite(judgement.low) else judgement.detail
 
 
 def plan_lines(

@@ -61,9 +61,17 @@ class Watch:
     cells: frozenset[str] = frozenset()
     change: str = ""
 
+    def watched(self, judgements: Sequence[Judgement]) -> list[Judgement]:
+        return [j for j in judgements if not self.cells or j.label in self.cells]
+
     def word(self, judgements: Sequence[Judgement]) -> str:
-        watched = [j.word for j in judgements if not self.cells or j.label in self.cells]
-        return step_word(watched, (self.change,) if self.change else CHANGES)
+        words = [j.word for j in self.watched(judgements)]
+        return step_word(words, (self.change,) if self.change else CHANGES)
+
+    def hopeless(self, judgements: Sequence[Judgement]) -> bool:
+        """Whether every watched cell failed or ran on one side: no round can decide it."""
+        watched = self.watched(judgements)
+        return bool(watched) and all(j.hopeless for j in watched)
 
 
 @dataclass(frozen=True)
@@ -226,15 +234,23 @@ def _rounds(
                 session.alpha,
             )  # fmt: skip
         listen(f"  round {rounds}: {elapsed:.0f} s")
-        stopped = _stop(session, watch.word(judgements) if judgements else "", rounds, elapsed)
+        stopped = _stop(session, watch, judgements, rounds, elapsed)
     seconds = clock() - start
     return Step(*versions, tuple(judgements), rounds, seconds, session.out_dir, stopped, watch)
 
 
-def _stop(session: ab.Session, word: str, rounds: int, elapsed: float) -> str:
-    """Why the step ends after this round ('' to go on); ``word``: its verdict so far."""
-    if word and word != UNDECIDED:
+def _stop(
+    session: ab.Session,
+    watch: Watch,
+    judgements: Sequence[Judgement],
+    rounds: int,
+    elapsed: float,
+) -> str:
+    """Why the step ends after this round ('' to go on)."""
+    if judgements and watch.word(judgements) != UNDECIDED:
         return "decided"
+    if watch.hopeless(judgements):
+        return "the cells failed or ran on one side only: more rounds cannot decide them"
     if rounds >= session.max_rounds:
         return f"--max-rounds {session.max_rounds} reached"
     if elapsed / rounds * (rounds + 1) > session.time_budget_s:

@@ -31,10 +31,8 @@ class Judgement:
     low: float = math.nan
     high: float = math.nan
     detail: str = ""  # the gate's own words (or why there is no ratio)
-
-    @property
-    def settled(self) -> bool:
-        return self.word != UNDECIDED
+    # More rounds cannot decide it: the cell failed (error, mismatch, ...) or ran on one side.
+    hopeless: bool = False
 
 
 def judge(
@@ -60,7 +58,7 @@ def _unplaced(cells: Sequence[Cell]) -> list[Cell]:
 def _judgement(row: ComparisonRow, threshold: float) -> Judgement:
     result = row.result
     if result is None or row.note:
-        return Judgement(row.label, UNDECIDED, detail=row.note or row.broken)
+        return Judgement(row.label, UNDECIDED, detail=row.broken or row.note, hopeless=True)
     if result.verdict == INCONCLUSIVE:  # too few workers: its interval is not the gate's
         return Judgement(row.label, UNDECIDED, result.ratio, math.nan, math.nan, result.describe())
     gate = Gate(fail_above=threshold * 100)
