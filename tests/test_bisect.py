@@ -32,6 +32,8 @@ from stackwars.service.environments import Creation, EnvironmentState
 DATA = Path(__file__).parent / "data" / "bisect"
 # `pip index versions jax` as this machine's index answered it on 2026-11-26.
 INDEX_ANSWER = (DATA / "pip-index-versions-jax.txt").read_text(encoding="utf-8")
+# ... and with --ignore-requires-python: also the releases for other Pythons only (0.11+).
+ANY_PYTHON = (DATA / "pip-index-versions-jax-ignore-requires-python.txt").read_text("utf-8")
 RELEASES = ("0.9.2", "0.10.0", "0.10.1", "0.10.2")
 DRY = ["bisect", "--stacks", "jax:eager", "--dry-run", "--versions", ",".join(RELEASES)]
 CELLS = ["--", "--workload", "selu", "--param", "n=64"]
@@ -55,6 +57,18 @@ def test_the_plan_comes_from_the_recorded_index_answer() -> None:
     assert plan.environment("0.9.0.1") == "jax-0.9.0.1"
     assert plan.pins("0.10.1") == ("jax==0.10.1", "jaxlib==0.10.1", "optax==0.2.4")
     assert plan.stacks_in("0.9.2") == "jax:eager@jax-0.9.2,jax:jit@jax-0.9.2"
+
+
+def test_a_release_for_other_pythons_only_is_named_as_such() -> None:
+    available = planning.index_versions(INDEX_ANSWER, "jax")
+    elsewhere = planning.index_versions(ANY_PYTHON, "jax")
+    with pytest.raises(UsageError, match=r"--bad 0\.11\.2: .* other Pythons only"):
+        planning.plan("jax:eager", "0.10.2", "0.11.2", available, [], elsewhere=elsewhere)
+    # As if 0.10.1 had no wheel for this Python: listed, and skipped with the reason.
+    fewer = [v for v in available if v != "0.10.1"]
+    plan = planning.plan("jax:eager", "0.9.2", "0.10.2", fewer, [], elsewhere=elsewhere)
+    assert plan.versions == RELEASES and plan.other_python == ("0.10.1",)
+    assert "Requires-Python" in service.planned_states(plan)["jax-0.10.1"]
 
 
 def test_an_answer_without_versions_names_the_fix() -> None:
@@ -193,8 +207,10 @@ def _bisect(
     create: service.Create | None = None,
     noisy: frozenset[str] = frozenset(),
     budget_s: float = 1800.0,
+    other_python: tuple[str, ...] = (),
 ) -> service.Bisection:
-    plan = planning.plan("jax:eager", "0.9.2", "0.10.2", list(ratios), [])
+    installable = [v for v in ratios if v not in other_python]
+    plan = planning.plan("jax:eager", "0.9.2", "0.10.2", installable, [], elsewhere=list(ratios))
     request = service.Request(plan, ("--workload", "selu"), Path("out"), time_budget_s=budget_s)
     events: list[service.Event] = []
     made = create or _ready([])
@@ -254,6 +270,14 @@ def test_a_release_that_cannot_be_installed_is_skipped_with_the_reason() -> None
         "the change (slower) appears in one of jax 0.10.0, 0.10.1 (after 0.9.2)"
     )
     assert any(line.startswith("  jax-0.10.0: skipped, pip install ended") for line in summary)
+
+
+def test_a_release_for_other_pythons_is_passed_over_without_trying_it() -> None:
+    calls: list[str] = []
+    bisection = _bisect(STEP_AT_0_10_1, create=_ready(calls), other_python=("0.10.0",))
+    assert "jax-0.10.0" not in calls
+    assert bisection.search.passed_over == {"0.10.0": service.OTHER_PYTHON}
+    assert bisection.search.suspects() == ["0.10.0", "0.10.1"]
 
 
 def test_an_undecided_release_is_passed_over_and_the_answer_is_a_range() -> None:

@@ -128,10 +128,11 @@ def request_of(args: argparse.Namespace) -> service.Request:
     framework, _ = planning.framework_of(args.stacks)
     package = planning.packages(framework)[0]
     if args.versions:
-        available = [v.strip() for v in args.versions.split(",")]
+        available, elsewhere = [v.strip() for v in args.versions.split(",")], []
     else:
         available = service.index_versions(package)
-    plan = planning.plan(args.stacks, args.good, args.bad, available, args.pin)
+        elsewhere = service.index_versions(package, "--ignore-requires-python")
+    plan = planning.plan(args.stacks, args.good, args.bad, available, args.pin, elsewhere=elsewhere)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     request = service.Request(
         plan=plan,

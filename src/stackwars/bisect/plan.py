@@ -55,6 +55,8 @@ class Plan:
     stacks: tuple[Stack, ...]
     versions: tuple[str, ...]
     extra_pins: tuple[str, ...] = ()
+    # Releases between that the index has, but not for this Python (their Requires-Python).
+    other_python: tuple[str, ...] = ()
 
     @property
     def good(self) -> str:
@@ -75,6 +77,13 @@ class Plan:
         """The --stacks of a run in ``version``'s environment."""
         where = self.environment(version)
         return ",".join(str(Stack(s.framework, s.mode, where)) for s in self.stacks)
+
+
+def _span(releases: Sequence[str], shown: int = 5) -> str:
+    """The releases in a line: the oldest and the newest few (a long history is hundreds)."""
+    if len(releases) <= shown + 1:
+        return ", ".join(releases)
+    return f"{releases[0]}, ..., {', '.join(releases[-shown:])}"
 
 
 def packages(framework: str) -> tuple[str, ...]:
@@ -103,9 +112,16 @@ def framework_of(stacks_text: str) -> tuple[str, tuple[Stack, ...]]:
 
 
 def plan(
-    stacks_text: str, good: str, bad: str, available: Sequence[str], extra_pins: Sequence[str]
+    stacks_text: str,
+    good: str,
+    bad: str,
+    available: Sequence[str],
+    extra_pins: Sequence[str],
+    *,
+    elsewhere: Sequence[str] = (),
 ) -> Plan:
-    """The releases from ``good`` to ``bad`` among ``available``; a UsageError for bad input."""
+    """The releases from ``good`` to ``bad`` among ``available`` (and ``elsewhere``: those
+    only other Pythons can install); a UsageError for bad input."""
     framework, stacks = framework_of(stacks_text)
     if release(good) >= release(bad):
         raise UsageError(
@@ -113,12 +129,21 @@ def plan(
             "the change) as --good and the later one as --bad"
         )
     known = {release(v): v for v in available}
-    offered = ", ".join(known[key] for key in sorted(known))
+    offered = _span([known[key] for key in sorted(known)])
+    other_pythons = {release(v) for v in elsewhere} - set(known)
     for name, version in (("--good", good), ("--bad", bad)):
+        if release(version) in other_pythons:
+            raise UsageError(
+                f"{name} {version}: the package index has it for other Pythons only (its "
+                "Requires-Python); run stackwars under a Python it supports, or bisect "
+                f"releases this one can install: {offered}"
+            )
         if release(version) not in known:
             raise UsageError(
                 f"{name} {version}: no such release of {packages(framework)[0]} among "
                 f"those offered (by the package index, or --versions): {offered}"
             )
-    chosen = [v for key, v in sorted(known.items()) if release(good) <= key <= release(bad)]
-    return Plan(framework, stacks, tuple(chosen), tuple(extra_pins))
+    every = {release(v): v for v in elsewhere} | known
+    chosen = [v for key, v in sorted(every.items()) if release(good) <= key <= release(bad)]
+    other_python = tuple(v for v in chosen if release(v) not in known)
+    return Plan(framework, stacks, tuple(chosen), tuple(extra_pins), other_python)

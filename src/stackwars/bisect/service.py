@@ -27,6 +27,10 @@ from stackwars.runner.child import run_command
 from stackwars.service import ab, api, environments
 
 INDEX_TIMEOUT_S = 120.0
+OTHER_PYTHON = (
+    f"cannot be installed: the index has it for other Pythons only (Requires-Python excludes "
+    f"{sys.version_info.major}.{sys.version_info.minor})"
+)
 
 
 @dataclass(frozen=True)
@@ -112,10 +116,11 @@ Create = Callable[..., environments.Creation]
 Compare = Callable[[str, str, Watch, float], Step]
 
 
-def index_versions(package: str) -> list[str]:
-    """The releases of ``package`` that pip's configured index offers this Python."""
+def index_versions(package: str, *options: str) -> list[str]:
+    """The releases of ``package`` that pip's configured index offers this Python (with
+    ``--ignore-requires-python``: also those made for other Pythons only)."""
     lines: list[str] = []
-    argv = [sys.executable, "-m", "pip", "index", "versions", package]
+    argv = [sys.executable, "-m", "pip", "index", "versions", package, *options]
     with tempfile.TemporaryDirectory(prefix="stackwars-index-") as scratch:
         code = run_command(
             [*argv, "--disable-pip-version-check"], timeout_s=INDEX_TIMEOUT_S,
@@ -150,7 +155,9 @@ def planned_states(plan: planning.Plan) -> dict[str, str]:
     for version in plan.versions:
         name = plan.environment(version)
         recorded = places.spec_of(name)
-        if recorded is None:
+        if version in plan.other_python:
+            states[name] = f"skipped, {OTHER_PYTHON}"
+        elif recorded is None:
             states[name] = "to create"
         elif set(recorded.packages) != set(plan.pins(version)):
             states[name] = f"exists with other pins ({', '.join(recorded.packages)}): skipped"
@@ -290,6 +297,8 @@ class _Bisector:
 
     def run(self) -> Bisection:
         plan, bisection = self.request.plan, self.bisection
+        for version in plan.other_python:
+            bisection.search.pass_over(version, OTHER_PYTHON)
         for version in (plan.good, plan.bad):
             if self.prepared(version).skipped:
                 bisection.stopped = f"{version} cannot be installed, nothing to compare it with"
