@@ -21,7 +21,6 @@ from stackwars.bisect import report, service
 from stackwars.bisect.search import FASTER, SAME, SLOWER, UNDECIDED, Search
 from stackwars.bisect.verdict import judge
 from stackwars.cli import main
-from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
 from stackwars.frameworks import environments
 from stackwars.results.schema import Cell, Steady
@@ -360,9 +359,7 @@ def test_a_step_is_ab_rounds_of_the_stacks_in_each_environment(tmp_path: Path) -
     _borrowing("jax-0.10.2", ["jax==0.10.2", "jaxlib==0.10.2"])
     plan = planning.plan("jax:eager", "0.9.2", "0.10.2", list(RELEASES), [])
     options = ("--workload", "selu", "--param", "n=64", "--budget", "0.05", "--second-look", "0")
-    request = service.Request(
-        plan, options, tmp_path, min_rounds=2, max_rounds=2, memory_budget=default_memory_budget()
-    )
+    request = service.Request(plan, options, tmp_path, min_rounds=2, max_rounds=2)
     events: list[service.Event] = []
     compare = service.measure_step(request, 1, events.append, CLOCK)
     step = compare("0.10.2", "0.10.2", service.Watch(), 600.0)

@@ -12,7 +12,6 @@ from rich.text import Text
 
 from stackwars.bisect import plan as planning
 from stackwars.bisect import report, service
-from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
 from stackwars.report.console import report_console
 from stackwars.service import ab
@@ -142,7 +141,6 @@ def request_of(args: argparse.Namespace) -> service.Request:
         min_rounds=args.min_rounds,
         max_rounds=args.max_rounds,
         time_budget_s=args.time_budget,
-        memory_budget=default_memory_budget(),
     )
     service.check(request)
     return request

@@ -1,5 +1,5 @@
 """A bisection as text: its plan (``--dry-run``), each event as it happens, and the answer with
-everything it used (environments, each step's rounds and the command that shows them again)."""
+everything it used (environments, each step's folder of rounds)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def event_line(event: Event) -> str:
         return f"  {prepared_line(event)}"
     if isinstance(event, Step):
         return step_lines(event)
-    return f"  {event}" if event.startswith("round") else event
+    return event
 
 
 def prepared_line(prepared: Prepared) -> str:
@@ -73,14 +73,14 @@ def answer(bisection: Bisection) -> str:
     search: Search = bisection.search
     if not bisection.reproducible:
         return f"no answer: {bisection.stopped}"
-    framework, change = bisection.plan.framework, f"the change ({search.change})"
+    framework, what = bisection.plan.framework, f"the change ({search.change})"
     if search.named is not None:
         return (
-            f"{change} appears in {framework} {search.named} "
+            f"{what} appears in {framework} {search.named} "
             f"({search.last_good} is the last release without it)"
         )
     return (
-        f"{change} appears in one of {framework} {', '.join(search.suspects())} "
+        f"{what} appears in one of {framework} {', '.join(search.suspects())} "
         f"(after {search.last_good}); {bisection.stopped}"
     )
 
@@ -91,7 +91,10 @@ def summary_lines(bisection: Bisection) -> list[str]:
     lines += [f"  {version}: passed over, {why}" for version, why in passed]
     lines.append("environments (kept; stackwars env lists them):")
     lines += [f"  {prepared_line(prepared)}" for prepared in bisection.environments]
-    lines.append("steps (kept: each round's run file, stackwars show FILE shows one):")
+    lines.append(
+        "steps (kept: each round's run file, and a store a side: stackwars runs --db "
+        "FOLDER/baseline.sqlite):"
+    )
     for step in bisection.steps:
         files = len(list(step.folder.glob("*.json")))
         lines.append(

@@ -20,6 +20,7 @@ from pathlib import Path
 from stackwars.bisect import plan as planning
 from stackwars.bisect.search import CHANGES, UNDECIDED, Search, reproducible, step_word
 from stackwars.bisect.verdict import Judgement, judge
+from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
 from stackwars.frameworks import environments as places
 from stackwars.results.schema import Cell
@@ -42,7 +43,7 @@ class Request:
     min_rounds: int = 3
     max_rounds: int = 10
     time_budget_s: float = 1800.0
-    memory_budget: int = 0
+    memory_budget: int = field(default_factory=default_memory_budget)
 
 
 @dataclass(frozen=True)
