@@ -124,13 +124,7 @@ def request_of(args: argparse.Namespace) -> service.Request:
                 f"{option} after --: give the stacks as bisect's --stacks (each release's "
                 "environment is added to them)"
             )
-    framework, _ = planning.framework_of(args.stacks)
-    package = planning.packages(framework)[0]
-    if args.versions:
-        available, elsewhere = [v.strip() for v in args.versions.split(",")], []
-    else:
-        available = service.index_versions(package)
-        elsewhere = service.index_versions(package, "--ignore-requires-python")
+    available, elsewhere = _releases(args)
     plan = planning.plan(args.stacks, args.good, args.bad, available, args.pin, elsewhere=elsewhere)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     request = service.Request(
@@ -144,3 +138,14 @@ def request_of(args: argparse.Namespace) -> service.Request:
     )
     service.check(request)
     return request
+
+
+def _releases(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The releases this Python can install (--versions, else the index's), and those the
+    index has for other Pythons only."""
+    if args.versions:
+        return [v.strip() for v in args.versions.split(",")], []
+    framework, _ = planning.framework_of(args.stacks)
+    package = planning.packages(framework)[0]
+    everywhere = service.index_versions(package, "--ignore-requires-python")
+    return service.index_versions(package), everywhere
