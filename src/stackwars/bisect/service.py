@@ -155,34 +155,43 @@ def planned_states(plan: planning.Plan) -> dict[str, str]:
     states = {}
     for version in plan.versions:
         name = plan.environment(version)
-        recorded = places.spec_of(name)
         if version in plan.other_python:
             states[name] = f"skipped, {OTHER_PYTHON}"
-        elif recorded is None:
+        elif places.spec_of(name) is None:
             states[name] = "to create"
-        elif set(recorded.packages) != set(plan.pins(version)):
-            states[name] = f"exists with other pins ({', '.join(recorded.packages)}): skipped"
         else:
-            states[name] = places.absent_reason(name)
+            clash = _clash(plan, version)
+            states[name] = f"skipped, {clash}" if clash else places.absent_reason(name)
     return states
 
 
+def _clash(plan: planning.Plan, version: str) -> str:
+    """Why the existing environment of ``version``'s name cannot serve ('' when it holds
+    every pin the release needs: a user's ``stackwars env create jax-0.9.2 --pin ...`` with
+    optax besides serves as it is, and is never remade with fewer pins)."""
+    name = plan.environment(version)
+    recorded = places.spec_of(name)
+    missing = set(plan.pins(version)) - set(recorded.packages if recorded else ())
+    if recorded is None or not missing:
+        return ""
+    return (
+        f"environment {name} exists with other pins ({', '.join(recorded.packages)}; this "
+        f"release needs {', '.join(sorted(missing))}); fix: stackwars env remove {name}"
+    )
+
+
 def prepare(plan: planning.Plan, version: str, create: Create, say: Listener) -> Prepared:
-    """The environment of ``version``: reused when one of its name holds the same pins (a
-    second bisection makes nothing), made otherwise; one that cannot be installed is
+    """The environment of ``version``: reused when one of its name holds the release's pins
+    (a second bisection makes nothing), made otherwise; one that cannot be installed is
     skipped with pip's reason."""
     name = plan.environment(version)
-    pins = plan.pins(version)
-    recorded = places.spec_of(name)
-    if recorded is not None and set(recorded.packages) != set(pins):
-        return Prepared(
-            version, name, places.folder(name), skipped=(
-                f"environment {name} exists with other pins ({', '.join(recorded.packages)}); "
-                f"fix: stackwars env remove {name}, or bisect with the same --pin"
-            ),
-        )  # fmt: skip
+    clash = _clash(plan, version)
+    if clash:
+        return Prepared(version, name, places.folder(name), skipped=clash)
+    # An existing one is created from its own recorded pins: found ready, or remade as it was.
+    pins = [] if places.spec_of(name) else list(plan.pins(version))
     try:
-        creation = create(name, list(pins), force=False, say=say)
+        creation = create(name, pins, force=False, say=say)
     except UsageError as exc:
         return Prepared(version, name, places.folder(name), skipped=str(exc))
     return Prepared(version, name, creation.state.folder, creation.made, creation.seconds)
