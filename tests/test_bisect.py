@@ -264,6 +264,12 @@ def test_a_speed_up_is_bisected_as_well() -> None:
     assert [s.word for s in bisection.steps] == [FASTER, FASTER]
     assert bisection.search.named == "0.10.0"
     assert report.answer(bisection).startswith("the change (faster) appears in jax 0.10.0 (")
+    # A speed-up within the threshold is no change, as a slowdown within it is not.
+    small = {"0.9.2": 1.0, "0.10.0": 0.97, "0.10.1": 1.03}
+    tight = tuple(1 + (f - 1) / 4 for f in SPREAD)  # ±0.5 %: both shown within 5 %
+    for newer in ("0.10.0", "0.10.1"):
+        (judged,) = judge(_cells("0.9.2", small, tight), _cells(newer, small, tight), 0.05, ALPHA)
+        assert judged.word == SAME, judged
 
 
 def test_a_change_that_good_against_bad_does_not_show_stops_there() -> None:

@@ -39,8 +39,9 @@ def judge(
     older: Sequence[Cell], newer: Sequence[Cell], threshold: float, alpha: float
 ) -> list[Judgement]:
     """Each cell both releases measured: ``slower`` when the gate fails it (significantly
-    slower, by more than ``threshold``), ``same`` or ``faster`` when its interval shows it is
-    not, ``undecided`` while neither is shown (or the cell failed)."""
+    slower, by more than ``threshold``), ``faster`` for the same rule turned round, ``same``
+    when the gate's rule says more rounds are useless otherwise (its interval shows no
+    slowdown beyond the threshold), ``undecided`` while none is shown (or the cell failed)."""
     rows = compare_runs(_unplaced(older), _unplaced(newer), threshold, alpha=alpha)
     return [_judgement(row, threshold) for row in rows]
 
@@ -64,8 +65,10 @@ def _judgement(row: ComparisonRow, threshold: float) -> Judgement:
     gate = Gate(fail_above=threshold * 100)
     if row.regression_above(threshold * 100):
         word = SLOWER
+    elif result.verdict in SIGNIFICANTLY_FASTER and 1 / result.ratio - 1 > threshold:
+        word = FASTER  # the gate's rule turned round: a speed-up beyond the threshold
     elif ab.settled(row, gate):
-        word = FASTER if result.verdict in SIGNIFICANTLY_FASTER else SAME
+        word = SAME
     else:
         word = UNDECIDED
     return Judgement(
