@@ -27,6 +27,9 @@ LAYERS = {
     "runner": 4,
     "report": 4,
     "service": 6,
+    # stackwars bisect composes the service layer's environments and A/B rounds, and is
+    # registered by the commands: one folder of its own between them.
+    "bisect": 8,
     "commands": 9,
     "cli": 10,
     "__main__": 11,

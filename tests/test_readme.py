@@ -67,6 +67,14 @@ KERNELS = (
     "stackwars run --workload-file my_kernels.py --workload my-kernel --stacks "
     "numpy,torch:eager,torch:compile"
 )
+BISECT_PLAN = (
+    "stackwars bisect --stacks jax:eager --good 0.9.2 --bad 0.10.2 --dry-run -- --workload selu "
+    "--param n=2000"
+)
+BISECT = (
+    "stackwars bisect --stacks jax:eager --good 0.9.2 --bad 0.10.2 --time-budget 1800 -- "
+    "--workload selu --param n=2000"
+)
 # README line -> the runs that stand for it (each a stackwars argv), in this order: later
 # lines read what earlier ones stored. None: CI runs it (see the module docstring).
 AS_RUN: dict[str, list[list[str]] | None] = {
@@ -314,6 +322,14 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     ],
     "stackwars import baseline.json": [["import", "baseline.json", "--db", "imported.sqlite"]],
     "stackwars runs --label main": [["runs", "--label", "main"]],
+    BISECT_PLAN: [
+        [
+            *["bisect", "--stacks", "jax:eager", "--good", "0.9.2", "--bad", "0.10.2"],
+            *["--dry-run", "--versions", "0.9.2,0.10.0,0.10.1,0.10.2"],
+            *["--", "--workload", "selu", "--param", "n=2000"],
+        ]
+    ],
+    BISECT: None,
     "ray start --head --port 6379": [["ray", "start", "--head", "--port", RAY_PORT]],
     "ray start --address HEAD:6379": None,
     "stackwars run --suite stack-wars --executor ray --ray-address HEAD:6379": [
@@ -395,6 +411,8 @@ AS_RUN: dict[str, list[list[str]] | None] = {
 }
 # Substitutions that change more than sizes, stacks and budgets, and why.
 WHY = {
+    BISECT_PLAN: "--versions: the releases the index offered (tests/data/bisect): tests never "
+    "ask the package index",
     "stackwars env [--peak]": "--peak measures the machine for ~4 minutes (tests/test_peak.py)",
     "stackwars compare RUN_A RUN_B [--fail-above 5]": "one run compared with itself: no rerun",
     "stackwars compare baseline.json candidate.json --fail-above 5 --markdown compare.md "
@@ -433,6 +451,10 @@ MEASURING = (
 )
 # Lines that cannot run here (AS_RUN None, apart from the set-up commands CI runs), and why.
 NOT_RUN = {
+    BISECT: "makes an environment per jax release (about a minute and 1 GB each, downloaded) and "
+    "measures for up to 30 minutes; tests/test_bisect.py runs its decisions on measurements "
+    "from a table, an uninstallable release, the install cache and a real step in a borrowed "
+    "environment; the measured run is docs/results.md's",
     "ray start --address HEAD:6379": "a second machine joining the head: the tests have one "
     "machine (tests/test_ray_executor.py covers one node; several are not proven here)",
     "python3 -m venv .venv && .venv/bin/pip install -e '.[cuda]'": "downloads gigabytes of "

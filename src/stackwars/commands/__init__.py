@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from stackwars.bisect import command as bisect
 from stackwars.commands import (
     ab,
     behave,
@@ -44,6 +45,7 @@ COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     report.add_report,
     ir.add_ir,
     ab.add_ab,
+    bisect.add_bisect,
     profile.add_profile,
     selftest.add_selftest,
 )

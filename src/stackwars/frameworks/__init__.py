@@ -174,6 +174,7 @@ def _keras(backend: str, modes: tuple[str, ...], baseline: int) -> FrameworkInfo
         profilers=_BACKEND_PROFILERS[backend],
         runs_on=backend,
         family="keras",
+        release_note="its backend's release matters as much as its own: bisect the backend",
     )
 
 
@@ -190,6 +191,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             model_memory=ModelMemory(weights="host"),
             distributions=("numpy",),
             no_profiler=NUMPY_NO_PROFILER,
+            release_note="stackwars itself runs on its pinned numpy in every environment",
         ),
         FrameworkInfo(
             name="jax",
@@ -201,6 +203,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             model_memory=ModelMemory(weights="device copy", functional_train_step=True),
             devices=_BACKEND_DEVICES["jax"],
             distributions=("jax", "jaxlib"),
+            release_packages=("jax", "jaxlib"),
             environment_prefixes=("JAX_", "TPU_"),
             compile_caches=_BACKEND_CACHES["jax"],
             ir_capture={"jit": JAX_IR},
@@ -216,6 +219,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             model_memory=ModelMemory(weights="own copy"),
             devices=("cpu", "gpu"),
             distributions=("torch",),
+            release_packages=("torch",),
             environment_prefixes=("TORCH", "PYTORCH_"),
             compile_caches={
                 **_BACKEND_CACHES["torch"],
@@ -250,6 +254,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             devices=("cpu", "gpu", "tpu"),
             # Not keras: Keras 3 installs without TensorFlow, and its version is not TF's.
             distributions=("tensorflow-cpu", "tensorflow"),
+            release_packages=("tensorflow",),
             environment_prefixes=("TF_", "KERAS_"),
             ir_capture={"xla": TF_XLA_IR, "graph": TF_GRAPH_IR},
             profilers=_BACKEND_PROFILERS["tensorflow"],
@@ -265,6 +270,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             baseline_bytes=1000 * MIB,
             model_memory=ModelMemory(weights="own copy"),
             distributions=("torch_xla", "torch"),
+            release_packages=("torch_xla", "torch"),
             environment_prefixes=("PJRT_", "XLA_", "TORCH", "PYTORCH_"),
             ir_capture={"lazy": TORCH_LAZY_IR},
             profilers={"lazy": TORCH_LAZY_PROFILER},

@@ -179,6 +179,12 @@ class FrameworkInfo:
     # The Python environment its workers run in (frameworks/environments.py), when it cannot
     # share stackwars' own; "": this one.
     environment: str = ""
+    # The distributions released in lockstep with the framework, pinned at one version in each
+    # release's environment by `stackwars bisect` (jaxlib with jax, torch with torch_xla; not
+    # what a worker reports: tensorflow's distributions are two alternative builds).
+    # Empty: it cannot be bisected, for the reason in ``release_note``.
+    release_packages: tuple[str, ...] = ()
+    release_note: str = ""
 
     @property
     def code_key(self) -> str:
