@@ -246,9 +246,11 @@ def _rounds(
         rounds += 1
         elapsed = clock() - start
         if rounds >= session.min_rounds:
+            # Every look is a test: the step's alpha is shared over the looks it may take.
+            looks = session.max_rounds - session.min_rounds + 1
             judgements = judge(
                 _cells(files["baseline"]), _cells(files["candidate"]), session.threshold,
-                session.alpha,
+                session.gate.alpha / looks,
             )  # fmt: skip
         listen(f"  round {rounds}: {elapsed:.0f} s")
         stopped = _stop(session, watch, judgements, rounds, elapsed)

@@ -2,8 +2,8 @@
 (``slower``, ``faster``, ``same`` or ``undecided``, with the ratio and its interval).
 
 Everything the bisection knows of statistics passes through :func:`judge`; it uses today's
-gate (``results/comparison.py``'s rows, ``timing/compare.py``'s verdicts, ``service/ab.py``'s
-rule for a settled cell), so that a new gate replaces this one module.
+gate (``results/comparison.py``'s rows and its family's decision, Holm over the step's cells),
+so that another gate replaces this one module.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from dataclasses import dataclass
 
 from stackwars.bisect.search import FASTER, SAME, SLOWER, UNDECIDED
 from stackwars.frameworks import Stack, split_stack
-from stackwars.results.comparison import ComparisonRow, Gate, compare_runs
+from stackwars.results.comparison import FAIL, PASSED, ComparisonRow, Gate, compare_runs, decide
 from stackwars.results.schema import Cell
-from stackwars.service import ab
-from stackwars.timing.compare import INCONCLUSIVE, SIGNIFICANTLY_FASTER
+from stackwars.timing.compare import INCONCLUSIVE
 
 
 @dataclass(frozen=True)
@@ -38,12 +37,17 @@ class Judgement:
 def judge(
     older: Sequence[Cell], newer: Sequence[Cell], threshold: float, alpha: float
 ) -> list[Judgement]:
-    """Each cell both releases measured: ``slower`` when the gate fails it (significantly
-    slower, by more than ``threshold``), ``faster`` for the same rule turned round, ``same``
-    when the gate's rule says more rounds are useless otherwise (its interval shows no
-    slowdown beyond the threshold), ``undecided`` while none is shown (or the cell failed)."""
+    """Each cell both releases measured, judged as one gate family at ``alpha`` (Holm): ``slower``
+    when the gate fails it (significantly slower, by more than ``threshold``), ``faster`` for
+    the same rule turned round (at ``alpha`` shared over the cells), ``same`` when the gate
+    shows it within the threshold, ``undecided`` otherwise (or when the cell failed). A step
+    that looks after several rounds passes ``alpha`` divided by its looks."""
     rows = compare_runs(_unplaced(older), _unplaced(newer), threshold, alpha=alpha)
-    return [_judgement(row, threshold) for row in rows]
+    states = decide(rows, Gate(fail_above=threshold * 100, alpha=alpha)).states
+    share = alpha / max(1, sum(row.judged for row in rows))
+    return [
+        _judgement(row, state, threshold, share) for row, state in zip(rows, states, strict=True)
+    ]
 
 
 def _unplaced(cells: Sequence[Cell]) -> list[Cell]:
@@ -56,18 +60,17 @@ def _unplaced(cells: Sequence[Cell]) -> list[Cell]:
     return unplaced
 
 
-def _judgement(row: ComparisonRow, threshold: float) -> Judgement:
+def _judgement(row: ComparisonRow, state: str, threshold: float, alpha: float) -> Judgement:
     result = row.result
     if result is None or row.note:
         return Judgement(row.label, UNDECIDED, detail=row.broken or row.note, hopeless=True)
     if result.verdict == INCONCLUSIVE:  # too few workers: its interval is not the gate's
         return Judgement(row.label, UNDECIDED, result.ratio, math.nan, math.nan, result.describe())
-    gate = Gate(fail_above=threshold * 100)
-    if row.regression_above(threshold * 100):
+    if state == FAIL:
         word = SLOWER
-    elif result.verdict in SIGNIFICANTLY_FASTER and 1 / result.ratio - 1 > threshold:
+    elif result.p_below(-math.log1p(threshold)) < alpha:
         word = FASTER  # the gate's rule turned round: a speed-up beyond the threshold
-    elif ab.settled(row, gate):
+    elif state == PASSED:
         word = SAME
     else:
         word = UNDECIDED
