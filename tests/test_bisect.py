@@ -384,7 +384,14 @@ def test_a_step_is_ab_rounds_of_the_stacks_in_each_environment(tmp_path: Path) -
     stackwars run of jax:eager@jax-0.10.2, judged by the gate through the seam."""
     _borrowing("jax-0.10.2", ["jax==0.10.2", "jaxlib==0.10.2"])
     plan = planning.plan("jax:eager", "0.9.2", "0.10.2", list(RELEASES), [])
-    options = ("--workload", "selu", "--param", "n=64", "--budget", "0.05", "--second-look", "0")
+    options = (
+        "--workload",
+        "selu",
+        "--param",
+        "n=64",
+        "--budget",
+        "0.05",
+    )  # ab's rounds take no second look
     request = service.Request(plan, options, tmp_path, min_rounds=2, max_rounds=2)
     events: list[service.Event] = []
     compare = service.measure_step(request, 1, events.append, CLOCK)
