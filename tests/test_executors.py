@@ -198,6 +198,23 @@ def test_comparisons_of_cells_from_different_machines_say_so_and_judge_nothing()
     assert judged.result is not None and judged.result.verdict == "slower" and not judged.note
 
 
+def test_ray_nodes_of_one_host_are_told_apart_by_their_kind_not_their_id() -> None:
+    def on(kind: dict[str, float], node_id: str) -> dict[str, Any]:
+        return {**A, "ray_resources": kind, "ray_node_id": node_id}
+
+    h100, a100 = {"CPU": 1.0, "sim_h100": 1.0}, {"CPU": 2.0, "sim_a100": 1.0}
+    base = [timed("numpy:eager", 1e-3, on(h100, "n1"), repeat=r, seed=r) for r in range(3)]
+    other = [timed("numpy:eager", 1e-3, on(a100, "n2"), repeat=r, seed=r) for r in range(3)]
+    (row,) = compare_runs(base, other, 0.05)
+    assert row.result is not None and row.result.verdict == "inconclusive"
+    assert "big (aaaaaaaaaaaa, Ray node CPU=1 sim_h100=1), big (aaaaaaaaaaaa, " in row.note
+    restarted = [timed("numpy:eager", 1e-3, on(h100, "n3"), repeat=r, seed=r) for r in range(3)]
+    (same,) = compare_runs(base, restarted, 0.05)
+    assert not same.note  # a node restarted has a new id but is the same machine
+    titles = [table.title for table in build_tables([base[0], other[0]])]
+    assert titles[1] == "gemm(n=8) @ cpu on big (aaaaaaaaaaaa, Ray node CPU=2 sim_a100=1)"
+
+
 def test_runs_whose_cells_say_where_they_ran_are_checked_cell_by_cell() -> None:
     def run(fingerprint: str, cells: list[Cell]) -> Run:
         identity = {"hostname": "driver", "fingerprint": fingerprint}

@@ -349,3 +349,28 @@ def test_waiting_cells_that_no_node_left_can_run_are_cancelled_with_the_reason(
     assert cancelled == ["big"] and list(gone) == ["big"]
     assert gone["big"].startswith("the nodes of the Ray cluster that could run gemm(n=8) on jax")
     assert ray_executor.cancel_unplaceable(waiting, gone) == {}  # cancelled once
+
+
+def test_nodes_that_offer_a_cell_slot_take_one_cpu_cell_each_whatever_their_size() -> None:
+    slots = [{"CPU": 1.0, "stackwars_cell": 1.0}, {"CPU": 16.0, "stackwars_cell": 1.0}]
+    request, status, _ = resources(planned(), slots)
+    assert request == {"num_cpus": 1, "resources": {"stackwars_cell": 1}} and status == ""
+    assert all(ray_executor.fits(request, node) for node in slots)
+    assert not ray_executor.fits(request, {"CPU": 16.0})  # a node without one takes no cell
+
+
+def test_a_nodes_kind_leaves_out_its_memory_address_and_bundles() -> None:
+    offered = {"CPU": 2.0, "memory": 5e9, "object_store_memory": 1e8, "node:127.0.0.1": 1.0}
+    offered |= {"CPU_group_0_abc": 1.0, "sim_h100": 1.0, "accelerator_type:H100": 1.0}
+    assert ray_executor.node_kind(offered) == {
+        "CPU": 2.0,
+        "accelerator_type:H100": 1.0,
+        "sim_h100": 1.0,
+    }
+
+
+def test_a_head_that_stopped_answering_stops_the_run_naming_the_resume() -> None:
+    with socket_bound() as port, pytest.raises(ray_executor.RayHeadLostError) as lost:
+        ray_executor.check_head(f"127.0.0.1:{port}")
+    assert f"head at 127.0.0.1:{port} stopped answering" in str(lost.value)
+    assert "--resume RUN --executor ray --ray-address" in str(lost.value)
