@@ -136,8 +136,10 @@ def test_choosing_an_executor_is_checked() -> None:
     assert isinstance(api.open_executor("local", None, RunOptions()), executors.LocalExecutor)
     with pytest.raises(UsageError, match="unknown executor 'slurm'"):
         api.open_executor("slurm", None, RunOptions())
-    with pytest.raises(UsageError, match="--ray-address is where --executor ray sends cells"):
+    with pytest.raises(UsageError, match="--ray-address says where --executor ray sends cells"):
         api.open_executor("local", "10.0.0.1:6379", RunOptions())
+    with pytest.raises(UsageError, match="drop --ray-resource to run here"):
+        api.open_executor("local", None, RunOptions(), ["sim_h100"])
 
 
 def test_without_ray_the_ray_executor_is_one_line_naming_the_install(

@@ -295,11 +295,11 @@ def planned(
 
 
 def resources(
-    task: session.CellTask, nodes: list[dict[str, float]]
+    task: session.CellTask, nodes: list[dict[str, float]], kinds: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], str, str]:
     placement = task.placement()
     assert placement is not None
-    return ray_executor.task_resources(placement, nodes)
+    return ray_executor.task_resources(placement, nodes, kinds)
 
 
 def test_a_cpu_cell_asks_for_every_cpu_of_the_largest_node_and_its_predicted_memory() -> None:
@@ -374,3 +374,16 @@ def test_a_head_that_stopped_answering_stops_the_run_naming_the_resume() -> None
         ray_executor.check_head(f"127.0.0.1:{port}")
     assert f"head at 127.0.0.1:{port} stopped answering" in str(lost.value)
     assert "--resume RUN --executor ray --ray-address" in str(lost.value)
+
+
+def test_a_ray_resource_keeps_cells_to_the_nodes_offering_it() -> None:
+    nodes = [{"CPU": 16.0, "GPU": 8.0, "A100": 1.0}, {"CPU": 8.0, "GPU": 4.0, "H100": 1.0}]
+    request, status, _ = resources(planned("gpu"), nodes, ("H100",))
+    assert request == {"num_cpus": 1, "num_gpus": 1, "resources": {"H100": 0.001}}
+    assert status == "" and [ray_executor.fits(request, node) for node in nodes] == [False, True]
+    request, status, _ = resources(planned(), nodes, ("H100",))
+    assert request == {"num_cpus": 8.0, "resources": {"H100": 0.001}}  # the largest offering it
+    _, status, reason = resources(planned("gpu"), nodes, ("TPU_V5",))
+    assert status == "unsupported"
+    assert reason.startswith("no node of the Ray cluster offers TPU_V5 (--ray-resource); its ")
+    assert reason.endswith("A100, CPU, GPU, H100")

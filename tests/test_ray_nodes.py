@@ -182,6 +182,12 @@ def test_cells_spread_over_the_nodes_each_records_its_node_and_kinds_are_never_p
     assert "Ray node CPU=1 sim_h100=1 stackwars_cell=1" in shown
     assert "Ray node CPU=2 sim_a100=1 stackwars_cell=1" in shown
     assert "Ray node CPU=2 stackwars_cell=1)" in shown
+    # Cells that ask for a kind of node run there only.
+    kind = ("--executor", "ray", "--ray-address", nodes.address, "--ray-resource", "sim_h100")
+    code, _, err = finished(stackwars(*argv, *QUICK, *kind, "--db", str(tmp_path / "h.sqlite")))
+    assert code == 0, err
+    _, on_h100 = stored(tmp_path / "h.sqlite")
+    assert [c.node["ray_node_id"] for c in on_h100] == [nodes.ids["small"]] * 3
     out = tmp_path / "compare.json"
     compared = stackwars("compare", "latest", "latest", "--db", db, "--json", str(out))
     code, _, err = finished(compared)

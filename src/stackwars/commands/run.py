@@ -341,7 +341,9 @@ def _execute(planned: api.PlannedRun, args: argparse.Namespace, look: float) -> 
     """The cells measured (with the rounds --repeat auto adds, and the second look), each
     stored as it ends."""
     # Connected first: an executor that cannot start is one line, with nothing stored.
-    executor = api.open_executor(args.executor, args.ray_address, planned.options)
+    executor = api.open_executor(
+        args.executor, args.ray_address, planned.options, args.ray_resource
+    )
     try:
         results = api.open_store(args.db)
         for warning in planned.warnings:

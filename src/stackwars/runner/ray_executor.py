@@ -61,6 +61,7 @@ REASON_CHARS = 600
 # A node started with this resource (``--resources '{"stackwars_cell": 1}'``) takes one timed
 # CPU cell at a time, whatever its size: nodes of different sizes all take cells.
 CELL_SLOT = "stackwars_cell"
+KIND_SHARE = 0.001  # what a task asks of a --ray-resource: it picks the nodes, not how many
 # What a node offers Ray that is not its kind: the memory Ray sized from what was free when the
 # node started, the node's own address (``node:IP``), placement groups' bundles.
 NOT_KIND = ("memory", "object_store_memory")
@@ -77,13 +78,17 @@ class RayHeadLostError(ExecutorLostError):
 class RayExecutor:
     """Cells as Ray tasks on a cluster this process is connected to."""
 
-    def __init__(self, owned: bool) -> None:
+    def __init__(self, owned: bool, kinds: tuple[str, ...] = ()) -> None:
         self.owned = owned  # whether closing should disconnect (or stop the local instance)
+        self.kinds = kinds  # resources a node must offer to take a task (--ray-resource)
 
     @classmethod
-    def connect(cls, address: str | None, options: RunOptions) -> RayExecutor:
+    def connect(
+        cls, address: str | None, options: RunOptions, kinds: tuple[str, ...] = ()
+    ) -> RayExecutor:
         """Connected to ``address`` (None: a Ray instance of its own on this machine, or the
-        cluster this process is connected to already); one line saying why not otherwise."""
+        cluster this process is connected to already), placing tasks only on nodes offering
+        ``kinds``; one line saying why not otherwise."""
         _check_options(options)
         if address is not None:
             _probe(address)
@@ -94,17 +99,17 @@ class RayExecutor:
                     f"this process is connected to the Ray cluster at {current} already; give "
                     "that address, or none"
                 )
-            return cls(owned=False)
+            return cls(owned=False, kinds=kinds)
         quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
         if address is None:
             ray.init(address="local", include_dashboard=False, **quiet)
-            return cls(owned=True)
+            return cls(owned=True, kinds=kinds)
         try:
             ray.init(address=address, **quiet)
         except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:
             why = " ".join(str(exc).split())[:REASON_CHARS]
             raise RayConnectError(f"cannot join the Ray cluster at {address}: {why}") from None
-        return cls(owned=True)
+        return cls(owned=True, kinds=kinds)
 
     def close(self) -> None:
         if self.owned and ray.is_initialized():
@@ -124,7 +129,7 @@ class RayExecutor:
                 if placement is None:  # it starts no worker: it ends here, at once
                     refused.append(_here(task, caches))
                     continue
-                request, status, reason = task_resources(placement, nodes)
+                request, status, reason = task_resources(placement, nodes, self.kinds)
                 if reason:
                     refused.append(task.not_run(status, reason, {"executor": "ray"}))
                     continue
@@ -206,21 +211,45 @@ def alive_nodes() -> list[Mapping[str, float]]:
 
 
 def task_resources(
-    placement: Placement, nodes: Sequence[Mapping[str, float]]
+    placement: Placement, nodes: Sequence[Mapping[str, float]], kinds: Sequence[str] = ()
 ) -> tuple[dict[str, Any], str, str]:
-    """What a task placed so asks Ray for, or the status and reason why no node can run it."""
-    kind = split_device(placement.device)[0]
-    if kind == "cpu" and placement.whole_node:
-        request = whole_node(nodes)
-    elif kind == "cpu":
-        request = {"num_cpus": 1}
-    elif kind == "gpu":
-        request = {"num_cpus": 1, "num_gpus": 1}
-    else:
-        request = {"num_cpus": 1, "resources": {kind.upper(): 1}}
-    if not any(fits(request, node) for node in nodes):
-        what = "CPUs" if kind == "cpu" else f"a {kind.upper()} Ray knows of"
-        return request, "unsupported", f"no node of the Ray cluster has {what}"
+    """What a task placed so asks Ray for (on nodes offering every resource of ``kinds``), or
+    the status and reason why no node can run it."""
+    offering = [node for node in nodes if all(node.get(name, 0.0) > 0 for name in kinds)]
+    if kinds and not offering:
+        offered = sorted({name for node in nodes for name in node_kind(node)})
+        reason = (
+            f"no node of the Ray cluster offers {' and '.join(kinds)} (--ray-resource); its "
+            f"nodes offer {', '.join(offered)}"
+        )
+        return {}, "unsupported", reason
+    device = split_device(placement.device)[0]
+    request = _request(device, placement, offering)
+    if not any(fits(request, node) for node in offering):
+        what = "CPUs" if device == "cpu" else f"a {device.upper()} Ray knows of"
+        among = f" offering {' and '.join(kinds)}" if kinds else ""
+        return request, "unsupported", f"no node of the Ray cluster{among} has {what}"
+    if kinds:  # a share, as Ray's own accelerator_type: it picks nodes, it does not count
+        request["resources"] = {**request.get("resources", {}), **dict.fromkeys(kinds, KIND_SHARE)}
+    return _with_memory(request, placement, offering)
+
+
+def _request(
+    device: str, placement: Placement, nodes: Sequence[Mapping[str, float]]
+) -> dict[str, Any]:
+    if device == "cpu" and placement.whole_node:
+        return whole_node(nodes)
+    if device == "cpu":
+        return {"num_cpus": 1}
+    if device == "gpu":
+        return {"num_cpus": 1, "num_gpus": 1}
+    return {"num_cpus": 1, "resources": {device.upper(): 1}}
+
+
+def _with_memory(
+    request: dict[str, Any], placement: Placement, nodes: Sequence[Mapping[str, float]]
+) -> tuple[dict[str, Any], str, str]:
+    """``request`` with the predicted peak as memory, or ``oom`` when no node offers it."""
     predicted = placement.memory_bytes
     if predicted and not any(fits({**request, "memory": predicted}, n) for n in nodes):
         if not placement.force:
