@@ -1,8 +1,9 @@
 """--executor ray on a Ray instance of this machine (loopback, 2 CPUs, started once for the
 module): a tiny suite stores what the local executor stores, with the node each cell ran on;
 killed workers and killed Ray worker processes become cells; Ctrl-C cancels what is left and
---resume finishes it; a cluster that does not answer is one line. What needs several machines
-(a node leaving the cluster, heterogeneous nodes) is checked on the functions that decide it."""
+--resume finishes it; a cluster that does not answer is one line. The functions that place
+tasks and read Ray's failures are checked on made-up nodes here; tests/test_ray_nodes.py runs
+them on several real Ray nodes (of different kinds, one leaving, the head restarted)."""
 
 from __future__ import annotations
 
@@ -331,7 +332,11 @@ def test_ray_failures_become_statuses_with_the_reason() -> None:
     crashed = ray_executor.task_failure(exceptions.WorkerCrashedError())
     assert crashed[0] == "error" and "Ray worker process running the cell died" in crashed[1]
     left = ray_executor.task_failure(exceptions.NodeDiedError("node 3 is gone"))
-    assert left == ("error", "the node running the cell left the Ray cluster: node 3 is gone")
+    assert left == (
+        "error",
+        "the node running the cell left the Ray cluster: node 3 is gone; --resume measures it "
+        "once a node that can run it is back",
+    )
     assert ray_executor.task_failure(exceptions.OutOfMemoryError("too big"))[0] == "oom"
     other = ray_executor.task_failure(exceptions.ObjectLostError("abc", "owner", "lost"))
     assert other[0] == "error" and other[1].startswith("the Ray task failed (ObjectLostError)")

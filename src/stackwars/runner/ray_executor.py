@@ -61,6 +61,7 @@ REASON_CHARS = 600
 # A node started with this resource (``--resources '{"stackwars_cell": 1}'``) takes one timed
 # CPU cell at a time, whatever its size: nodes of different sizes all take cells.
 CELL_SLOT = "stackwars_cell"
+REMEASURED = "--resume measures it once a node that can run it is back"
 KIND_SHARE = 0.001  # what a task asks of a --ray-resource: it picks the nodes, not how many
 # What a node offers Ray that is not its kind: the memory Ray sized from what was free when the
 # node started, the node's own address (``node:IP``), placement groups' bundles.
@@ -295,7 +296,7 @@ def cancel_unplaceable(
             ray.cancel(ref, force=True)
             gone[ref] = (
                 f"the nodes of the Ray cluster that could run {task.label()} left it "
-                "before it finished; --resume measures it once such a node is back"
+                f"before it finished; {REMEASURED}"
             )
     return gone
 
@@ -340,7 +341,7 @@ def task_failure(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, ray.exceptions.OutOfMemoryError):
         return "oom", f"Ray's memory monitor killed the task: {text}"
     if isinstance(exc, NODE_LEFT):
-        return "error", f"the node running the cell left the Ray cluster: {text}"
+        return "error", f"the node running the cell left the Ray cluster: {text}; {REMEASURED}"
     if isinstance(exc, ray.exceptions.WorkerCrashedError):
         return "error", f"the Ray worker process running the cell died (killed or crashed): {text}"
     return "error", f"the Ray task failed ({type(exc).__name__}): {text}"
