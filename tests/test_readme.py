@@ -315,7 +315,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     "stackwars import baseline.json": [["import", "baseline.json", "--db", "imported.sqlite"]],
     "stackwars runs --label main": [["runs", "--label", "main"]],
     "ray start --head --port 6379": [["ray", "start", "--head", "--port", RAY_PORT]],
-    "ray start --address HEAD:6379": None,
+    """ray start --address HEAD:6379 --resources '{"stackwars_cell": 1}'""": None,
     "stackwars run --suite stack-wars --executor ray --ray-address HEAD:6379": [
         [
             "run",
@@ -433,8 +433,9 @@ MEASURING = (
 )
 # Lines that cannot run here (AS_RUN None, apart from the set-up commands CI runs), and why.
 NOT_RUN = {
-    "ray start --address HEAD:6379": "a second machine joining the head: the tests have one "
-    "machine (tests/test_ray_executor.py covers one node; several are not proven here)",
+    """ray start --address HEAD:6379 --resources '{"stackwars_cell": 1}'""": "a second "
+    "machine joining the head: the tests have one machine (tests/test_ray_nodes.py joins worker "
+    "raylets with these resources to a head on this host through Ray's test cluster instead)",
     "python3 -m venv .venv && .venv/bin/pip install -e '.[cuda]'": "downloads gigabytes of "
     "CUDA wheels for a GPU this machine lacks; tests/test_accelerator_extras.py checks the "
     "extra's pins and docs/accelerators.md the resolver's dry run",

@@ -144,10 +144,8 @@ class RayExecutor:
                     check_head(head)  # Ray's own calls to a head that is gone wait for a minute
                     lost.update(cancel_unplaceable(waiting, lost))
                     continue
-                task, _request = waiting[ready[0]]
-                result = _result(ready[0], task, lost.get(ready[0]), head)
-                del waiting[ready[0]]
-                yield result
+                task, _request = waiting.pop(ready[0])
+                yield _result(ready[0], task, lost.get(ready[0]), head)
                 _report(waiting, reporter)
         except RayHeadLostError:
             waiting.clear()  # its tasks died with it, or will: nothing is left to cancel them
@@ -320,6 +318,9 @@ def _report(
     reporter.start_cell(f"{first.label()}{more}")
 
 
+NODE_LEFT = (ray.exceptions.NodeDiedError, ray.exceptions.LocalRayletDiedError)
+
+
 def _result(ref: Any, task: Task[R], lost: str | None, head: str) -> R:
     try:
         return ray.get(ref)
@@ -330,9 +331,6 @@ def _result(ref: Any, task: Task[R], lost: str | None, head: str) -> R:
         if lost or isinstance(exc, NODE_LEFT):
             node["lost"] = True  # never measured: --resume measures it again
         return task.not_run(status, reason, node)
-
-
-NODE_LEFT = (ray.exceptions.NodeDiedError, ray.exceptions.LocalRayletDiedError)
 
 
 def task_failure(exc: BaseException) -> tuple[str, str]:
