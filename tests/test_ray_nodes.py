@@ -212,6 +212,7 @@ def test_a_node_removed_mid_cell_makes_that_cell_an_error_and_resume_measures_on
     nodes.send("remove", name)
     code, _, err = finished(run)
     assert code == 0, err
+    assert "1 cell(s) of run " in err and "were lost with their Ray node" in err
     status, before = stored(Path(db))
     assert status == "complete" and len(before) == 4
     [lost] = [c for c in before if c.node.get("lost")]
