@@ -108,14 +108,30 @@ def nodes() -> Iterator[Nodes]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+DRIVERS: list[subprocess.Popen[str]] = []  # the commands a test started, ended after it
+
+
+@pytest.fixture(autouse=True)
+def drivers_ended() -> Iterator[None]:
+    """Every command a test started ended by its id, should the test fail while one runs."""
+    yield
+    for driver in DRIVERS:
+        if driver.poll() is None:
+            driver.kill()
+        driver.communicate()
+    DRIVERS.clear()
+
+
 def stackwars(*argv: str) -> subprocess.Popen[str]:
     """The command in a process of its own: a driver whose head dies is ended by Ray."""
-    return subprocess.Popen(
+    driver = subprocess.Popen(
         [sys.executable, "-m", "stackwars", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    DRIVERS.append(driver)
+    return driver
 
 
 def finished(process: subprocess.Popen[str], timeout_s: float = 120) -> tuple[int, str, str]:
