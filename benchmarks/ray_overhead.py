@@ -104,7 +104,7 @@ def measure(
     started = time.perf_counter()
     ray = api.open_executor("ray", address, options)
     ray_start_s = time.perf_counter() - started
-    name = f"ray, {args.nodes} nodes" if args.nodes else "ray"
+    name = f"ray, {args.nodes} node{'s' if args.nodes > 1 else ''}" if args.nodes else "ray"
     results: dict[str, list[tuple[float, float]]] = {"local": [], name: []}
     try:
         for _ in range(args.repeats):
