@@ -136,8 +136,10 @@ def test_choosing_an_executor_is_checked() -> None:
     assert isinstance(api.open_executor("local", None, RunOptions()), executors.LocalExecutor)
     with pytest.raises(UsageError, match="unknown executor 'slurm'"):
         api.open_executor("slurm", None, RunOptions())
-    with pytest.raises(UsageError, match="--ray-address is where --executor ray sends cells"):
+    with pytest.raises(UsageError, match="--ray-address says where --executor ray sends cells"):
         api.open_executor("local", "10.0.0.1:6379", RunOptions())
+    with pytest.raises(UsageError, match="drop --ray-resource to run here"):
+        api.open_executor("local", None, RunOptions(), ["sim_h100"])
 
 
 def test_without_ray_the_ray_executor_is_one_line_naming_the_install(
@@ -197,6 +199,23 @@ def test_comparisons_of_cells_from_different_machines_say_so_and_judge_nothing()
     same = [timed("numpy:eager", 2e-3, A, repeat=r, seed=r + 5) for r in range(3)]
     (judged,) = compare_runs(base, same, 0.05)
     assert judged.result is not None and judged.result.verdict == "slower" and not judged.note
+
+
+def test_ray_nodes_of_one_host_are_told_apart_by_their_kind_not_their_id() -> None:
+    def on(kind: dict[str, float], node_id: str) -> dict[str, Any]:
+        return {**A, "ray_resources": kind, "ray_node_id": node_id}
+
+    h100, a100 = {"CPU": 1.0, "sim_h100": 1.0}, {"CPU": 2.0, "sim_a100": 1.0}
+    base = [timed("numpy:eager", 1e-3, on(h100, "n1"), repeat=r, seed=r) for r in range(3)]
+    other = [timed("numpy:eager", 1e-3, on(a100, "n2"), repeat=r, seed=r) for r in range(3)]
+    (row,) = compare_runs(base, other, 0.05)
+    assert row.result is not None and row.result.verdict == "inconclusive"
+    assert "big (aaaaaaaaaaaa, Ray node CPU=1 sim_h100=1), big (aaaaaaaaaaaa, " in row.note
+    restarted = [timed("numpy:eager", 1e-3, on(h100, "n3"), repeat=r, seed=r) for r in range(3)]
+    (same,) = compare_runs(base, restarted, 0.05)
+    assert not same.note  # a node restarted has a new id but is the same machine
+    titles = [table.title for table in build_tables([base[0], other[0]])]
+    assert titles[1] == "gemm(n=8) @ cpu on big (aaaaaaaaaaaa, Ray node CPU=2 sim_a100=1)"
 
 
 def test_runs_whose_cells_say_where_they_ran_are_checked_cell_by_cell() -> None:

@@ -1,8 +1,9 @@
 """--executor ray on a Ray instance of this machine (loopback, 2 CPUs, started once for the
 module): a tiny suite stores what the local executor stores, with the node each cell ran on;
 killed workers and killed Ray worker processes become cells; Ctrl-C cancels what is left and
---resume finishes it; a cluster that does not answer is one line. What needs several machines
-(a node leaving the cluster, heterogeneous nodes) is checked on the functions that decide it."""
+--resume finishes it; a cluster that does not answer is one line. The functions that place
+tasks and read Ray's failures are checked on made-up nodes here; tests/test_ray_nodes.py runs
+them on several real Ray nodes (of different kinds, one leaving, the head restarted)."""
 
 from __future__ import annotations
 
@@ -295,11 +296,11 @@ def planned(
 
 
 def resources(
-    task: session.CellTask, nodes: list[dict[str, float]]
+    task: session.CellTask, nodes: list[dict[str, float]], kinds: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], str, str]:
     placement = task.placement()
     assert placement is not None
-    return ray_executor.task_resources(placement, nodes)
+    return ray_executor.task_resources(placement, nodes, kinds)
 
 
 def test_a_cpu_cell_asks_for_every_cpu_of_the_largest_node_and_its_predicted_memory() -> None:
@@ -331,7 +332,11 @@ def test_ray_failures_become_statuses_with_the_reason() -> None:
     crashed = ray_executor.task_failure(exceptions.WorkerCrashedError())
     assert crashed[0] == "error" and "Ray worker process running the cell died" in crashed[1]
     left = ray_executor.task_failure(exceptions.NodeDiedError("node 3 is gone"))
-    assert left == ("error", "the node running the cell left the Ray cluster: node 3 is gone")
+    assert left == (
+        "error",
+        "the node running the cell left the Ray cluster: node 3 is gone; --resume measures it "
+        "once a node that can run it is back",
+    )
     assert ray_executor.task_failure(exceptions.OutOfMemoryError("too big"))[0] == "oom"
     other = ray_executor.task_failure(exceptions.ObjectLostError("abc", "owner", "lost"))
     assert other[0] == "error" and other[1].startswith("the Ray task failed (ObjectLostError)")
@@ -349,3 +354,41 @@ def test_waiting_cells_that_no_node_left_can_run_are_cancelled_with_the_reason(
     assert cancelled == ["big"] and list(gone) == ["big"]
     assert gone["big"].startswith("the nodes of the Ray cluster that could run gemm(n=8) on jax")
     assert ray_executor.cancel_unplaceable(waiting, gone) == {}  # cancelled once
+
+
+def test_nodes_that_offer_a_cell_slot_take_one_cpu_cell_each_whatever_their_size() -> None:
+    slots = [{"CPU": 1.0, "stackwars_cell": 1.0}, {"CPU": 16.0, "stackwars_cell": 1.0}]
+    request, status, _ = resources(planned(), slots)
+    assert request == {"num_cpus": 1, "resources": {"stackwars_cell": 1}} and status == ""
+    assert all(ray_executor.fits(request, node) for node in slots)
+    assert not ray_executor.fits(request, {"CPU": 16.0})  # a node without one takes no cell
+
+
+def test_a_nodes_kind_leaves_out_its_memory_address_and_bundles() -> None:
+    offered = {"CPU": 2.0, "memory": 5e9, "object_store_memory": 1e8, "node:127.0.0.1": 1.0}
+    offered |= {"CPU_group_0_abc": 1.0, "sim_h100": 1.0, "accelerator_type:H100": 1.0}
+    assert ray_executor.node_kind(offered) == {
+        "CPU": 2.0,
+        "accelerator_type:H100": 1.0,
+        "sim_h100": 1.0,
+    }
+
+
+def test_a_head_that_stopped_answering_stops_the_run_naming_the_resume() -> None:
+    with socket_bound() as port, pytest.raises(ray_executor.RayHeadLostError) as lost:
+        ray_executor.check_head(f"127.0.0.1:{port}")
+    assert f"head at 127.0.0.1:{port} stopped answering" in str(lost.value)
+    assert "--resume RUN --executor ray --ray-address" in str(lost.value)
+
+
+def test_a_ray_resource_keeps_cells_to_the_nodes_offering_it() -> None:
+    nodes = [{"CPU": 16.0, "GPU": 8.0, "A100": 1.0}, {"CPU": 8.0, "GPU": 4.0, "H100": 1.0}]
+    request, status, _ = resources(planned("gpu"), nodes, ("H100",))
+    assert request == {"num_cpus": 1, "num_gpus": 1, "resources": {"H100": 0.001}}
+    assert status == "" and [ray_executor.fits(request, node) for node in nodes] == [False, True]
+    request, status, _ = resources(planned(), nodes, ("H100",))
+    assert request == {"num_cpus": 8.0, "resources": {"H100": 0.001}}  # the largest offering it
+    _, status, reason = resources(planned("gpu"), nodes, ("TPU_V5",))
+    assert status == "unsupported"
+    assert reason.startswith("no node of the Ray cluster offers TPU_V5 (--ray-resource); its ")
+    assert reason.endswith("A100, CPU, GPU, H100")

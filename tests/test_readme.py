@@ -331,7 +331,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     ],
     BISECT: None,
     "ray start --head --port 6379": [["ray", "start", "--head", "--port", RAY_PORT]],
-    "ray start --address HEAD:6379": None,
+    """ray start --address HEAD:6379 --resources '{"stackwars_cell": 1}'""": None,
     "stackwars run --suite stack-wars --executor ray --ray-address HEAD:6379": [
         [
             "run",
@@ -455,8 +455,9 @@ NOT_RUN = {
     "measures for up to 30 minutes; tests/test_bisect.py runs its decisions on measurements "
     "from a table, an uninstallable release, the install cache and a real step in a borrowed "
     "environment; the measured run is docs/results.md's",
-    "ray start --address HEAD:6379": "a second machine joining the head: the tests have one "
-    "machine (tests/test_ray_executor.py covers one node; several are not proven here)",
+    """ray start --address HEAD:6379 --resources '{"stackwars_cell": 1}'""": "a second "
+    "machine joining the head: the tests have one machine (tests/test_ray_nodes.py joins worker "
+    "raylets with these resources to a head on this host through Ray's test cluster instead)",
     "python3 -m venv .venv && .venv/bin/pip install -e '.[cuda]'": "downloads gigabytes of "
     "CUDA wheels for a GPU this machine lacks; tests/test_accelerator_extras.py checks the "
     "extra's pins and docs/accelerators.md the resolver's dry run",

@@ -16,6 +16,7 @@ from stackwars.results import store
 from stackwars.results.run import Run, now
 from stackwars.results.schema import Cell, Steady
 from stackwars.runner.protocol import CellSpec
+from stackwars.service import api
 
 FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
 
@@ -117,6 +118,20 @@ def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
     assert [c.params["size"] for c in run.cells] == [1, 2, 3]
     assert run.cells[0].steady.median_s == 7.0  # kept, not run again
     assert all(c.status == "ok" for c in run.cells)
+
+
+def test_resume_plans_again_the_cells_lost_with_their_node_in_their_place(tmp_path: Path) -> None:
+    db = tmp_path / "db.sqlite"
+    planned = [CellSpec("doubles", {"size": size}, "numpy:eager") for size in (1, 2, 3)]
+    lost = finished_cell(2)
+    lost.status, lost.node = "error", {"executor": "ray", "lost": True}
+    stored_run(db, "r1", [finished_cell(1), lost], planned)
+    resumed = api.plan_resume(store.Store(db), "r1")
+    assert [cell.spec.params["size"] for cell in resumed.cells] == [2, 3]
+    assert [cell.params["size"] for cell in resumed.record.cells] == [1]
+    results = store.Store(db)
+    results.add_cell(resumed.record, finished_cell(3))  # after the forgotten one, no clash
+    assert [c.params["size"] for c in results.load_run("r1").cells] == [1, 3]
 
 
 def test_resume_refuses_new_selection_options(

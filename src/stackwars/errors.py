@@ -15,8 +15,12 @@ The tree::
     │   ├── StoreError              a results store that is corrupt, foreign or locked
     │   ├── RayMissingError (runner/executors.py)
     │   │                           --executor ray without Ray installed
-    │   └── RayConnectError (runner/ray_executor.py)
-    │                               a Ray cluster that cannot be reached or joined
+    │   ├── RayConnectError (runner/ray_executor.py)
+    │   │                           a Ray cluster that cannot be reached or joined
+    │   └── ExecutorLostError (runner/tasks.py)
+    │       │                       what runs the tasks is gone: the run ends interrupted
+    │       └── RayHeadLostError (runner/ray_executor.py)
+    │                               the Ray cluster's head stopped answering mid-run
     └── PeakError (results/peak.py) the machine's peak could not be measured or read
 
 Failures of the work itself (an exception in a framework, a crash, a hang, running out of

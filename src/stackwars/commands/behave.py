@@ -70,7 +70,8 @@ def behave_command(args: argparse.Namespace, argv: list[str]) -> int:
     # Ray places the probes itself; --jobs is the local executor's.
     jobs = args.jobs or (1 if args.executor == "ray" else default_jobs())
     # Connected first: an executor that cannot start is one line, with nothing stored.
-    executor = api.open_executor(args.executor, args.ray_address, RunOptions(jobs=jobs))
+    options = RunOptions(jobs=jobs)
+    executor = api.open_executor(args.executor, args.ray_address, options, args.ray_resource)
     try:
         results = api.open_store(args.db)
         record = behave_run(

@@ -185,3 +185,12 @@ def add_executor(parser: argparse.ArgumentParser, what: str) -> None:
         help="the Ray cluster's head, HOST:PORT as 'ray start --head' prints it (or 'auto'); "
         "default: a Ray instance of its own on this machine",
     )
+    where.add_argument(
+        "--ray-resource",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help=f"with --executor ray, the {what} run only on nodes offering Ray the resource NAME "
+        "(given with 'ray start --resources', or Ray's accelerator_type:H100): one kind of node "
+        "(repeatable: nodes offering all)",
+    )

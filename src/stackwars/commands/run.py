@@ -341,7 +341,9 @@ def _execute(planned: api.PlannedRun, args: argparse.Namespace, look: float) -> 
     """The cells measured (with the rounds --repeat auto adds, and the second look), each
     stored as it ends."""
     # Connected first: an executor that cannot start is one line, with nothing stored.
-    executor = api.open_executor(args.executor, args.ray_address, planned.options)
+    executor = api.open_executor(
+        args.executor, args.ray_address, planned.options, args.ray_resource
+    )
     try:
         results = api.open_store(args.db)
         for warning in planned.warnings:
@@ -387,6 +389,13 @@ def _show(record: Run, args: argparse.Namespace, results: Store, look: float) ->
     merged = merge_repeats(record.cells)
     tables = build_tables(merged, peak)
     console.print(render_rich(tables))
+    lost = sum(1 for cell in record.cells if cell.node.get("lost"))
+    if lost:  # not measurements: the user can have them measured
+        warn(
+            f"{lost} cell(s) of run {record.id} were lost with their Ray node, never measured: "
+            f"'stackwars run --resume {record.id} --executor ray --ray-address HEAD:PORT' "
+            "measures them once nodes that can run them are back"
+        )
     if look > 0:
         console.print(second_look_line(merged))
     derived, derived_markdown = derived_tables(record.cells)

@@ -15,17 +15,32 @@ from stackwars.results.schema import Cell
 
 
 def machine_of(cell: Cell) -> str | None:
-    """The fingerprint of the machine ``cell`` ran on; None when it ran nowhere (a skipped
-    cell, a task lost with its node) or was stored before cells recorded their machine."""
-    return cell.node.get("fingerprint") or None
+    """The identity of the machine ``cell`` ran on (its fingerprint, and its Ray node's kind);
+    None when it ran nowhere (a skipped cell, a task lost with its node) or was stored before
+    cells recorded their machine."""
+    fingerprint = cell.node.get("fingerprint")
+    if not fingerprint:
+        return None
+    kind = node_kind(cell)
+    return f"{fingerprint} {kind}" if kind else fingerprint
+
+
+def node_kind(cell: Cell) -> str:
+    """``Ray node CPU=2 GPU=1 ...``: the resources of the Ray node ``cell`` ran on ('' off Ray)."""
+    resources = cell.node.get("ray_resources")
+    if not resources:
+        return ""
+    return " ".join(["Ray node", *(f"{name}={amount:g}" for name, amount in resources.items())])
 
 
 def machine_label(cell: Cell) -> str:
-    """``host (fingerprint)``, how tables and comparisons name a cell's machine."""
-    fingerprint = machine_of(cell)
-    if fingerprint is None:
+    """``host (fingerprint[, Ray node ...])``, how tables and comparisons name a machine."""
+    fingerprint = cell.node.get("fingerprint")
+    if not fingerprint:
         return "no machine recorded"
-    return f"{cell.node.get('hostname') or '?'} ({fingerprint})"
+    kind = node_kind(cell)
+    where = f"{fingerprint}, {kind}" if kind else fingerprint
+    return f"{cell.node.get('hostname') or '?'} ({where})"
 
 
 def machines(cells: Iterable[Cell]) -> dict[str, str]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -207,7 +207,10 @@ class Store:
 
     def add_cell(self, run: Run, cell: Cell) -> None:
         with self._connect() as db:
-            seq = db.execute("SELECT COUNT(*) FROM cells WHERE run_id = ?", (run.id,)).fetchone()
+            # After the last, not the count: --resume forgets cells lost with their node.
+            seq = db.execute(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM cells WHERE run_id = ?", (run.id,)
+            ).fetchone()
             db.execute(
                 "INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -224,6 +227,18 @@ class Store:
                     key_text(cell.key()),
                 ),
             )
+
+    def forget_cells(self, run: Run, cells: Sequence[Cell]) -> None:
+        """Remove ``cells`` of ``run`` (those lost with their Ray node: --resume measures them
+        again), matched by key and repeat."""
+        with self._connect() as db:
+            rows = db.execute(
+                "SELECT seq, cell_key, data FROM cells WHERE run_id = ?", (run.id,)
+            ).fetchall()
+            gone = {(key_text(cell.key()), cell.repeat) for cell in cells}
+            for seq, key, data in rows:
+                if (key, json.loads(data).get("repeat", 0)) in gone:
+                    db.execute("DELETE FROM cells WHERE run_id = ? AND seq = ?", (run.id, seq))
 
     def update_cell(self, run: Run, cell: Cell) -> None:
         """Store ``cell`` again in place of the run's first cell of its key (an annotation

@@ -32,15 +32,19 @@ class RayMissingError(UsageError):
     """--executor ray without Ray installed."""
 
 
-def open_executor(name: str, address: str | None, options: RunOptions) -> Executor:
+def open_executor(
+    name: str, address: str | None, options: RunOptions, kinds: Sequence[str] = ()
+) -> Executor:
     """The executor called ``name``, ready to run cells with ``options``: for ``ray``, connected
-    to the cluster at ``address`` (None: a Ray instance of its own on this machine)."""
+    to the cluster at ``address`` (None: a Ray instance of its own on this machine), placing
+    them only on nodes offering every resource in ``kinds``."""
     choose("executor", name, EXECUTORS)
     if name == "local":
-        if address is not None:
+        if address is not None or kinds:
+            option = "--ray-address" if address is not None else "--ray-resource"
             raise UsageError(
-                "--ray-address is where --executor ray sends cells; add --executor ray, or "
-                "drop --ray-address to run here"
+                f"{option} says where --executor ray sends cells; add --executor ray, or "
+                f"drop {option} to run here"
             )
         return LocalExecutor(options.jobs)
     if options.jobs > 1:
@@ -61,7 +65,7 @@ def open_executor(name: str, address: str | None, options: RunOptions) -> Execut
         raise RayMissingError(
             f"--executor ray needs Ray, which is not installed here: {RAY_INSTALL}"
         ) from None
-    return ray_executor.RayExecutor.connect(address, options)
+    return ray_executor.RayExecutor.connect(address, options, tuple(kinds))
 
 
 class LocalExecutor:

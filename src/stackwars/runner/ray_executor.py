@@ -7,15 +7,24 @@ runner/child.py, under the same timeout and memory budget as on one machine (a c
 ``session.measure_cell``). Ray adds placement, not a second way to measure. A task asks for
 what its :class:`~stackwars.runner.tasks.Placement` says keeps its numbers honest: every CPU of
 a node for a CPU cell (two timed cells never share cores; with nodes of different sizes that is
-the largest node's count, so CPU cells go to the largest nodes), one CPU for a probe, one GPU
-(or TPU) for a device cell, and the plan's predicted peak as memory. A task no node could ever
-take ends at once as data (``unsupported``, ``oom``) instead of waiting forever, and so do
-waiting tasks when the nodes that could take them leave.
+the largest node's count, so CPU cells go to the largest nodes; nodes started with a
+``stackwars_cell`` resource of 1 take one CPU cell at a time whatever their size), one CPU for
+a probe, one GPU (or TPU) for a device cell, and the plan's predicted peak as memory. A task no
+node could ever take ends at once as data (``unsupported``, ``oom``) instead of waiting
+forever, and so do waiting tasks when the nodes that could take them leave.
+
+Each cell records the node it ran on: the machine (results/metadata.py's ``node_info``), the
+Ray node's id, and the resources the node offers Ray (``ray_resources``: its kind, part of its
+machine identity in results/machines.py, since several nodes may share one host).
 
 Results come back as each task ends (``ray.wait``) and go to the run loop (session.py), which
 stores them. A task whose worker process or node dies becomes that cell's ``error`` with
 Ray's reason; tasks are never retried, since a retry would be a second, unannounced
-measurement. Closing the stream (Ctrl-C) cancels every outstanding task, killing its worker.
+measurement. A cell whose node left the cluster (``NodeDiedError``, or no node left that could
+take it) is marked ``lost`` in its node: it was never measured, and ``--resume`` measures it
+again. When the cluster's head stops answering, nothing more can be placed or heard of: the
+run stops (:class:`RayHeadLostError`) and ends ``interrupted``, every finished cell kept.
+Closing the stream (Ctrl-C) cancels every outstanding task, killing its worker.
 """
 
 from __future__ import annotations
@@ -35,29 +44,52 @@ from stackwars.config import RunOptions
 from stackwars.errors import UsageError
 from stackwars.frameworks.base import split_device
 from stackwars.results.metadata import node_info
-from stackwars.runner.tasks import Caches, Placement, Task, TaskReporter, Where
+from stackwars.runner.tasks import (
+    Caches,
+    ExecutorLostError,
+    Placement,
+    Task,
+    TaskReporter,
+    Where,
+)
 
 R = TypeVar("R")
 
 CONNECT_TIMEOUT_S = 5.0  # an address that does not answer in this time is unreachable
 RECHECK_S = 2.0  # how often waiting tasks are checked against the nodes still alive
 REASON_CHARS = 600
+# A node started with this resource (``--resources '{"stackwars_cell": 1}'``) takes one timed
+# CPU cell at a time, whatever its size: nodes of different sizes all take cells.
+CELL_SLOT = "stackwars_cell"
+REMEASURED = "--resume measures it once a node that can run it is back"
+KIND_SHARE = 0.001  # what a task asks of a --ray-resource: it picks the nodes, not how many
+# What a node offers Ray that is not its kind: the memory Ray sized from what was free when the
+# node started, the node's own address (``node:IP``), placement groups' bundles.
+NOT_KIND = ("memory", "object_store_memory")
 
 
 class RayConnectError(UsageError):
     """The Ray cluster named by --ray-address cannot be reached or joined."""
 
 
+class RayHeadLostError(ExecutorLostError):
+    """The Ray cluster's head stopped answering during a run."""
+
+
 class RayExecutor:
     """Cells as Ray tasks on a cluster this process is connected to."""
 
-    def __init__(self, owned: bool) -> None:
+    def __init__(self, owned: bool, kinds: tuple[str, ...] = ()) -> None:
         self.owned = owned  # whether closing should disconnect (or stop the local instance)
+        self.kinds = kinds  # resources a node must offer to take a task (--ray-resource)
 
     @classmethod
-    def connect(cls, address: str | None, options: RunOptions) -> RayExecutor:
+    def connect(
+        cls, address: str | None, options: RunOptions, kinds: tuple[str, ...] = ()
+    ) -> RayExecutor:
         """Connected to ``address`` (None: a Ray instance of its own on this machine, or the
-        cluster this process is connected to already); one line saying why not otherwise."""
+        cluster this process is connected to already), placing tasks only on nodes offering
+        ``kinds``; one line saying why not otherwise."""
         _check_options(options)
         if address is not None:
             _probe(address)
@@ -68,17 +100,17 @@ class RayExecutor:
                     f"this process is connected to the Ray cluster at {current} already; give "
                     "that address, or none"
                 )
-            return cls(owned=False)
+            return cls(owned=False, kinds=kinds)
         quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
         if address is None:
             ray.init(address="local", include_dashboard=False, **quiet)
-            return cls(owned=True)
+            return cls(owned=True, kinds=kinds)
         try:
             ray.init(address=address, **quiet)
         except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:
             why = " ".join(str(exc).split())[:REASON_CHARS]
             raise RayConnectError(f"cannot join the Ray cluster at {address}: {why}") from None
-        return cls(owned=True)
+        return cls(owned=True, kinds=kinds)
 
     def close(self) -> None:
         if self.owned and ray.is_initialized():
@@ -89,6 +121,7 @@ class RayExecutor:
     ) -> Generator[R, None, None]:
         waiting: dict[Any, tuple[Task[R], dict[str, Any]]] = {}
         lost: dict[Any, str] = {}  # tasks cancelled because no node left can run them
+        head = ray.get_runtime_context().gcs_address
         try:
             nodes = alive_nodes()
             refused = []
@@ -97,7 +130,7 @@ class RayExecutor:
                 if placement is None:  # it starts no worker: it ends here, at once
                     refused.append(_here(task, caches))
                     continue
-                request, status, reason = task_resources(placement, nodes)
+                request, status, reason = task_resources(placement, nodes, self.kinds)
                 if reason:
                     refused.append(task.not_run(status, reason, {"executor": "ray"}))
                     continue
@@ -108,11 +141,15 @@ class RayExecutor:
             while waiting:
                 ready, _ = ray.wait(list(waiting), num_returns=1, timeout=RECHECK_S)
                 if not ready:
+                    check_head(head)  # Ray's own calls to a head that is gone wait for a minute
                     lost.update(cancel_unplaceable(waiting, lost))
                     continue
                 task, _request = waiting.pop(ready[0])
-                yield _result(ready[0], task, lost.get(ready[0]))
+                yield _result(ready[0], task, lost.get(ready[0]), head)
                 _report(waiting, reporter)
+        except RayHeadLostError:
+            waiting.clear()  # its tasks died with it, or will: nothing is left to cancel them
+            raise
         finally:
             for ref in waiting:
                 ray.cancel(ref, force=True)
@@ -152,27 +189,66 @@ def _probe(address: str) -> None:
         ) from None
 
 
+def check_head(address: str) -> None:
+    """Raise :class:`RayHeadLostError` when nothing answers at the head's ``address`` now."""
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        why = exc.strerror or f"no answer within {CONNECT_TIMEOUT_S:g} s"
+        raise RayHeadLostError(
+            f"the Ray cluster's head at {address} stopped answering ({why}); the run stops "
+            "here, interrupted, with every finished cell stored: start the cluster again and "
+            f"finish it with 'stackwars run --resume RUN --executor ray --ray-address {address}' "
+            "(RUN: its id, as 'stackwars runs' lists it)"
+        ) from None
+
+
 def alive_nodes() -> list[Mapping[str, float]]:
     """The resources of every node of the cluster that is alive now."""
     return [node["Resources"] for node in ray.nodes() if node.get("Alive")]
 
 
 def task_resources(
-    placement: Placement, nodes: Sequence[Mapping[str, float]]
+    placement: Placement, nodes: Sequence[Mapping[str, float]], kinds: Sequence[str] = ()
 ) -> tuple[dict[str, Any], str, str]:
-    """What a task placed so asks Ray for, or the status and reason why no node can run it."""
-    kind = split_device(placement.device)[0]
-    if kind == "cpu" and placement.whole_node:
-        request: dict[str, Any] = {"num_cpus": max((n.get("CPU", 0.0) for n in nodes), default=0)}
-    elif kind == "cpu":
-        request = {"num_cpus": 1}
-    elif kind == "gpu":
-        request = {"num_cpus": 1, "num_gpus": 1}
-    else:
-        request = {"num_cpus": 1, "resources": {kind.upper(): 1}}
-    if not any(fits(request, node) for node in nodes):
-        what = "CPUs" if kind == "cpu" else f"a {kind.upper()} Ray knows of"
-        return request, "unsupported", f"no node of the Ray cluster has {what}"
+    """What a task placed so asks Ray for (on nodes offering every resource of ``kinds``), or
+    the status and reason why no node can run it."""
+    offering = [node for node in nodes if all(node.get(name, 0.0) > 0 for name in kinds)]
+    if kinds and not offering:
+        offered = sorted({name for node in nodes for name in node_kind(node)})
+        reason = (
+            f"no node of the Ray cluster offers {' and '.join(kinds)} (--ray-resource); its "
+            f"nodes offer {', '.join(offered)}"
+        )
+        return {}, "unsupported", reason
+    device = split_device(placement.device)[0]
+    request = _request(device, placement, offering)
+    if not any(fits(request, node) for node in offering):
+        what = "CPUs" if device == "cpu" else f"a {device.upper()} Ray knows of"
+        among = f" offering {' and '.join(kinds)}" if kinds else ""
+        return request, "unsupported", f"no node of the Ray cluster{among} has {what}"
+    if kinds:  # a share, as Ray's own accelerator_type: it picks nodes, it does not count
+        request["resources"] = {**request.get("resources", {}), **dict.fromkeys(kinds, KIND_SHARE)}
+    return _with_memory(request, placement, offering)
+
+
+def _request(
+    device: str, placement: Placement, nodes: Sequence[Mapping[str, float]]
+) -> dict[str, Any]:
+    if device == "cpu" and placement.whole_node:
+        return whole_node(nodes)
+    if device == "cpu":
+        return {"num_cpus": 1}
+    if device == "gpu":
+        return {"num_cpus": 1, "num_gpus": 1}
+    return {"num_cpus": 1, "resources": {device.upper(): 1}}
+
+
+def _with_memory(
+    request: dict[str, Any], placement: Placement, nodes: Sequence[Mapping[str, float]]
+) -> tuple[dict[str, Any], str, str]:
+    """``request`` with the predicted peak as memory, or ``oom`` when no node offers it."""
     predicted = placement.memory_bytes
     if predicted and not any(fits({**request, "memory": predicted}, n) for n in nodes):
         if not placement.force:
@@ -185,6 +261,15 @@ def task_resources(
     elif predicted:
         request["memory"] = predicted
     return request, "", ""
+
+
+def whole_node(nodes: Sequence[Mapping[str, float]]) -> dict[str, Any]:
+    """What a timed CPU cell asks for so that no other cell shares its cores: a node's one
+    ``stackwars_cell`` where the nodes offer one (nodes without it then take no CPU cell), or
+    else every CPU of the largest node."""
+    if any(node.get(CELL_SLOT) for node in nodes):
+        return {"num_cpus": 1, "resources": {CELL_SLOT: 1}}
+    return {"num_cpus": max((node.get("CPU", 0.0) for node in nodes), default=0)}
 
 
 def fits(request: Mapping[str, Any], node: Mapping[str, float]) -> bool:
@@ -209,7 +294,7 @@ def cancel_unplaceable(
             ray.cancel(ref, force=True)
             gone[ref] = (
                 f"the nodes of the Ray cluster that could run {task.label()} left it "
-                "before it finished"
+                f"before it finished; {REMEASURED}"
             )
     return gone
 
@@ -233,12 +318,19 @@ def _report(
     reporter.start_cell(f"{first.label()}{more}")
 
 
-def _result(ref: Any, task: Task[R], lost: str | None) -> R:
+NODE_LEFT = (ray.exceptions.NodeDiedError, ray.exceptions.LocalRayletDiedError)
+
+
+def _result(ref: Any, task: Task[R], lost: str | None, head: str) -> R:
     try:
         return ray.get(ref)
     except ray.exceptions.RayError as exc:
+        check_head(head)  # a task that died with the head is the run's end, not a cell's
         status, reason = ("error", lost) if lost else task_failure(exc)
-        return task.not_run(status, reason, {"executor": "ray"})
+        node: dict[str, Any] = {"executor": "ray"}
+        if lost or isinstance(exc, NODE_LEFT):
+            node["lost"] = True  # never measured: --resume measures it again
+        return task.not_run(status, reason, node)
 
 
 def task_failure(exc: BaseException) -> tuple[str, str]:
@@ -246,8 +338,8 @@ def task_failure(exc: BaseException) -> tuple[str, str]:
     text = " ".join(str(exc).split())[:REASON_CHARS]
     if isinstance(exc, ray.exceptions.OutOfMemoryError):
         return "oom", f"Ray's memory monitor killed the task: {text}"
-    if isinstance(exc, ray.exceptions.NodeDiedError | ray.exceptions.LocalRayletDiedError):
-        return "error", f"the node running the cell left the Ray cluster: {text}"
+    if isinstance(exc, NODE_LEFT):
+        return "error", f"the node running the cell left the Ray cluster: {text}; {REMEASURED}"
     if isinstance(exc, ray.exceptions.WorkerCrashedError):
         return "error", f"the Ray worker process running the cell died (killed or crashed): {text}"
     return "error", f"the Ray task failed ({type(exc).__name__}): {text}"
@@ -258,8 +350,9 @@ def _run_task(task: Task[R], caches: Caches) -> R:
     """On the node: the task in fresh workers, with compile caches in a folder of this node
     (or --cache-dir, on this node), and this node as where it ran."""
     _drop_ray_thread_setting()
-    node = {"executor": "ray", **_this_node()}
-    node["ray_node_id"] = ray.get_runtime_context().get_node_id()
+    node_id = ray.get_runtime_context().get_node_id()
+    node = {"executor": "ray", **_this_node(), "ray_node_id": node_id}
+    node["ray_resources"] = _node_kind(node_id)
     folders = caches.open()
     try:
         return task.run(Where(folders, node))
@@ -270,6 +363,25 @@ def _run_task(task: Task[R], caches: Caches) -> R:
 @functools.cache
 def _this_node() -> dict[str, Any]:
     return node_info()
+
+
+@functools.cache
+def _node_kind(node_id: str) -> dict[str, float]:
+    """What the node ``node_id`` offers Ray, as its operator declared it (its kind)."""
+    for node in ray.nodes():
+        if node["NodeID"] == node_id:
+            return node_kind(node["Resources"])
+    raise LookupError(f"Ray does not list the node {node_id} this task runs on")
+
+
+def node_kind(resources: Mapping[str, float]) -> dict[str, float]:
+    """A node's resources less what is not its kind (:data:`NOT_KIND`, ``node:`` addresses,
+    placement groups' bundles), sorted by name."""
+    return {
+        name: amount
+        for name, amount in sorted(resources.items())
+        if name not in NOT_KIND and not name.startswith("node:") and "_group_" not in name
+    }
 
 
 def _drop_ray_thread_setting() -> None:

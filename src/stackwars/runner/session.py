@@ -30,6 +30,7 @@ from stackwars.runner.tasks import (
     CacheFolders,
     Caches,
     Executor,
+    ExecutorLostError,
     Placement,
     Task,
     TaskReporter,
@@ -111,14 +112,15 @@ def drain(
     run: Run | None = None,
 ) -> None:
     """The run loop: every task on ``executor``, each result handed to ``keep`` as it ends;
-    ``run`` (if any) ends ``complete``, or ``interrupted`` when Ctrl-C stops it."""
+    ``run`` (if any) ends ``complete``, or ``interrupted`` when Ctrl-C stops it or the executor
+    loses what runs its tasks (ExecutorLostError: a Ray cluster's head)."""
     results = executor.results(tasks, caches, reporter)
     try:
         for result in results:
             keep(result)
         if run is not None:
             run.status = "complete"
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExecutorLostError):
         if run is not None:
             run.status = "interrupted"
         raise

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from stackwars.errors import UsageError
+
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
@@ -111,6 +113,11 @@ class _Quiet:
 
 
 QUIET: TaskReporter = _Quiet()  # for a batch whose progress nobody follows
+
+
+class ExecutorLostError(UsageError):
+    """An executor lost what runs its tasks (a Ray cluster's head): nothing more can run or be
+    heard of, so the run stops as if interrupted, its finished results kept."""
 
 
 class Executor(Protocol):

@@ -159,7 +159,8 @@ def max_batches(selection: Selection, measure: Measure) -> tuple[list[MaxBatch],
 
 
 def plan_resume(results: store.Store, run_id: str) -> PlannedRun:
-    """A stored run that did not finish (interrupted, abandoned), with what it still needs."""
+    """A stored run that did not finish (interrupted, abandoned, or with cells lost with their
+    Ray node), with what it still needs."""
     record = results.load_run(run_id)
     if not record.planned:
         raise UsageError(f"run {record.id} stored no plan to resume; start a new run")
@@ -172,6 +173,10 @@ def plan_resume(results: store.Store, run_id: str) -> PlannedRun:
     options = RunOptions.from_dict(record.options)
     for path in options.workload_files:
         workloads.load_workload_file(path)
+    lost = [cell for cell in record.cells if cell.node.get("lost")]
+    if lost:  # never measured: their Ray node left mid-run; measured now, in their place
+        results.forget_cells(record, lost)
+        record.cells = [cell for cell in record.cells if not cell.node.get("lost")]
     done = {(cell.key(), cell.repeat) for cell in record.cells}
     cells = [CellSpec(**spec) for spec in record.planned]
     remaining = [cell for cell in cells if (cell.key(), cell.repeat) not in done]
