@@ -491,7 +491,8 @@ LEFT_BEHIND = {
     ),
     "stackwars compare baseline.json candidate.json --fail-above 5 --markdown compare.md "
     "--github-summary": lambda folder: (
-        (folder / "compare.md").read_text(encoding="utf-8").startswith("### ")
+        # The gate's outcome first (issue 34), then the table.
+        (folder / "compare.md").read_text(encoding="utf-8").startswith("**Gate: ")
     ),
     "stackwars ir --workload ffn --stacks jax:jit,torch:xla --diff jax:jit torch:xla": lambda f: (
         bool(list(f.glob("stackwars-ir/*/jax_jit/stablehlo.txt")))
