@@ -18,7 +18,10 @@ from stackwars.frameworks import environments
 # The user's environments of their own (stackwars env create), before the tests hide them: the
 # tests of the stacks that run there use these (torch_xla_environment), every other test sees
 # none, so that planning a stack of one starts no worker to check it.
-USER_ENVIRONMENTS = str(environments.root())
+# Read once, by the first process: pytest-xdist's workers inherit the variables this file sets,
+# so a worker reads the user's root from the variable the first process left, not from the
+# hidden one.
+USER_ENVIRONMENTS = os.environ.setdefault("STACKWARS_TESTS_USER_ENVS", str(environments.root()))
 # Set before any test imports a framework: they read these at import time.
 _SCRATCH = tempfile.mkdtemp(prefix="stackwars-tests-")
 for _name, _sub in (
