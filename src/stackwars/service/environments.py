@@ -51,15 +51,7 @@ class EnvironmentState:
 
 def states() -> list[EnvironmentState]:
     """Every known environment, checked from inside (a worker each, once a process)."""
-    return [
-        EnvironmentState(
-            name,
-            environments.folder(name),
-            running.problem(name),
-            environments.described(name) or {},
-        )
-        for name in environments.known()
-    ]
+    return [_state(name) for name in environments.known()]
 
 
 def spec_for(name: str, pins: Sequence[str]) -> EnvironmentSpec:
