@@ -1,31 +1,115 @@
 #!/usr/bin/env bash
-# The GPU proof of issue 28, run on the device machine (docs/accelerators.md):
-#   bash benchmarks/gpu/prove.sh STEP...   with OUT set to a folder for the results.
+# The GPU proofs, run on the device machine (docs/accelerators.md, docs/results.md "On a real GPU"):
+#   DEADLINE=SECONDS bash benchmarks/gpu/prove.sh STEP...   with OUT set to a folder for the results.
 # The machine has torch and jax built for CUDA and no network: the small wheels stackwars
-# lacks there travel in .whl/ (torchax, keras and its two missing needs). Each step is
-# bounded by `timeout` so one hang cannot take the others' results with it.
+# lacks there travel in .whl/ (torchax, keras and its two missing needs).
+# Steps run in the order given, which should be the order of their value: each is bounded by
+# `timeout`, by its own cap and by what is left of DEADLINE (seconds from the start, default
+# 560), so one hang or a slow step cannot take the later steps' time or the results with it.
+# The device tool brings back at most 8 files: every log, JSON and store goes into one folder
+# that is packed into $OUT/prove.tgz after each step, so a call cut off keeps what it finished.
 set -u
 OUT=${OUT:?set OUT to a folder}
+DEADLINE=${DEADLINE:-560}
+started=$SECONDS
+work=/tmp/prove
+mkdir -p "$work"
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 fi
-export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1
-export STACKWARS_DB=$OUT/gpu.sqlite
+export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 COLUMNS=220
+export STACKWARS_DB=$work/gpu.sqlite
 sw="python3 -m stackwars"
-step() {  # name, seconds, command...
-  local name=$1 limit=$2; shift 2
-  echo "=== $name ($(date -u +%H:%M:%S))"
-  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1; echo "=== $name exit $?"; tail -n 40 "$OUT/$name.log"
+gpu="--device gpu --timeout 240"
+
+step() {  # name, cap in seconds, command...
+  local name=$1 cap=$2; shift 2
+  local left=$((DEADLINE - (SECONDS - started)))
+  local limit=$((cap < left ? cap : left))
+  if [ "$limit" -lt 15 ]; then echo "=== $name skipped: ${left}s left of the deadline"; return; fi
+  echo "=== $name ($(date -u +%H:%M:%S), at most ${limit}s)"
+  timeout "$limit" bash -c '"$@"' "$name" "$@" > "$work/$name.log" 2>&1
+  echo "=== $name exit $? after $((SECONDS - started))s"
+  tail -n 25 "$work/$name.log"
+  tar czf "$OUT/prove.tgz" -C "$work" .
 }
+
+largest_batch() {  # stack: the largest batch --find-max-batch printed for it on the gpu
+  awk -F'│' -v stack="$1" '$4 ~ " "stack" " {gsub(/ /, "", $5); print $5; exit}' "$work/maxbatch-plan.log"
+}
+
+run_at_batches() {  # the predicted largest batch on each stack, then torch past it, forced
+  local jax_batch torch_batch
+  jax_batch=$(largest_batch jax:jit); torch_batch=$(largest_batch torch:eager)
+  echo "largest batches predicted: jax:jit $jax_batch, torch:eager $torch_batch"
+  [ -n "$jax_batch" ] && [ -n "$torch_batch" ] || { echo "no batch found in maxbatch-plan.log"; return 1; }
+  $sw run --workload gpt2-small --param task=train --param batch="$jax_batch" --stacks jax:jit $gpu \
+    --budget 1 --label maxbatch-jax --json "$work/maxbatch-jax.json"
+  $sw run --workload gpt2-small --param task=train --param batch="$torch_batch" --stacks torch:eager $gpu \
+    --budget 1 --label maxbatch-torch --json "$work/maxbatch-torch.json"
+  $sw run --workload gpt2-small --param task=train --param batch=$((torch_batch * 3 / 2)) \
+    --stacks torch:eager,jax:jit $gpu --force --budget 1 --label past-maxbatch --json "$work/past-maxbatch.json"
+}
+
+allocator_settings() {  # one model's train step under each allocator setting, one cell at a time
+  local cells="--workload gpt2-small --param task=train --param batch=64 $gpu --budget 1"
+  $sw run $cells --stacks jax:jit,torch:eager --label alloc-default --json "$work/alloc-default.json"
+  $sw run $cells --stacks jax:jit --preallocate --label alloc-preallocate --json "$work/alloc-preallocate.json"
+  $sw run $cells --stacks jax:jit,torch:eager --memory-fraction 0.5 --label alloc-fraction-0.5 \
+    --json "$work/alloc-fraction.json"
+  $sw run $cells --stacks torch:eager --allocator-conf expandable_segments:True \
+    --label alloc-expandable --json "$work/alloc-expandable.json"
+}
+
+precisions() {  # float32 GEMM under each --matmul-precision
+  for precision in highest high default; do
+    $sw run --workload gemm --param n=8192 --stacks jax:jit,torch:eager,torch:xla $gpu --budget 1 \
+      --matmul-precision $precision --label "precision-$precision" --json "$work/precision-$precision.json"
+  done
+}
+
+selu_both_sides() {  # the user's four variants, then stackwars' jax:eager SELU at both x64 settings
+  python3 benchmarks/gpu/selu_isolation.py
+  for x64 in off on; do
+    $sw run --workload selu --param n=3000 --stacks jax:eager $gpu --budget 1 --x64 $x64 \
+      --label "selu-x64-$x64" --json "$work/selu-x64-$x64.json"
+  done
+}
+
+large_models() {  # GPT-Neo two cells at a time (their peaks add up); LLaMA's train step, predicted
+  $sw run --workload gpt-neo-1.3b --param task=infer,train --stacks jax:jit,torch:eager $gpu --budget 0.5 \
+    --jobs 2 --label gpt-neo-gpu --json "$work/gpt-neo.json"
+  $sw run --workload llama-3.1-8b --param task=train --stacks jax:jit,torch:eager $gpu \
+    --label llama-train-gpu --json "$work/llama-train.json"
+}
+
+export -f large_models largest_batch run_at_batches allocator_settings precisions selu_both_sides
+export sw gpu work
+models="resnet50,bert-base,gpt2-small,vit-b16"
+model_stacks="jax:jit,torch:eager,torch:compile,torch:xla,keras-jax:jit"
 for what in "$@"; do case $what in
   facts) nvidia-smi -L; python3 -c 'import jax, torch; print(jax.__version__, torch.__version__)'
-         step env 120 $sw env
-         step answers 180 python3 benchmarks/gpu/record_answers.py ;;
+         step env 60 $sw env ;;
+  answers) step answers 180 python3 benchmarks/gpu/record_answers.py ;;
+  # Seed 001's models on the GPU: device peak against the prediction for every cell, eight
+  # cells at a time (each worker's device peak is its own; their times are side by side and
+  # the run says so), then the large models.
+  models) step models 200 $sw run --workload "$models" --param task=infer,train --stacks "$model_stacks" \
+            $gpu --budget 0.5 --jobs 8 --label models-gpu --json "$work/models.json" ;;
+  large-models) step large-models 100 large_models ;;
+  maxbatch) step maxbatch-plan 40 $sw run --workload gpt2-small --param task=train --stacks jax:jit,torch:eager \
+              $gpu --find-max-batch
+            step maxbatch 130 run_at_batches ;;
+  allocator) step allocator 100 allocator_settings ;;
+  precision) step precision 80 precisions ;;
+  selu) step selu 50 selu_both_sides ;;
+  claims) step claims 300 $sw claims --builtin --only 'seed000-gpu-*,seed002-accelerator*' --repeat 3 --budget 1 \
+            --json "$work/claims.json" --markdown "$work/claims.md" ;;
   selftest) step selftest 520 $sw selftest --device gpu ;;
   peak) step peak 240 $sw env --peak --device gpu ;;
-  blog-gpu) step blog-gpu 250 $sw run --suite seed-blog --device gpu --budget 2 --json "$OUT/blog-gpu.json" --label seed-blog-gpu ;;
-  blog-cpu) step blog-cpu 420 $sw run --suite seed-blog --budget 2 --json "$OUT/blog-cpu.json" --label seed-blog-cpu ;;
-  claims) step claims 230 $sw claims --builtin --only 'seed000-gpu-*,seed002-accelerator*' --repeat 2 --budget 2 --json "$OUT/claims.json" --markdown "$OUT/claims.md" ;;
+  blog-gpu) step blog-gpu 250 $sw run --suite seed-blog --device gpu --budget 2 --json "$work/blog-gpu.json" --label seed-blog-gpu ;;
+  blog-cpu) step blog-cpu 420 $sw run --suite seed-blog --budget 2 --json "$work/blog-cpu.json" --label seed-blog-cpu ;;
   independent) step independent 100 python3 benchmarks/gpu/independent.py ;;
   *) echo "unknown step $what"; exit 2 ;;
 esac; done
+echo "=== done after $((SECONDS - started))s"
