@@ -8,8 +8,9 @@ makes true; what differs between frameworks is declared by each one's ``ModelMem
 * the host holds the canonical weights in float32 (float64 for float64 cells) for the whole
   cell: they seed every stack and the reference reads them;
 * the device copy made by ``to_device``: a full copy when the model computes with it
-  (``weights == "device copy"``: jax), none otherwise (numpy reads the host arrays; torch on
-  CPU shares host memory; Keras variables are assigned from the host arrays);
+  (``weights == "device copy"``: jax), none otherwise (numpy reads the host arrays; torch
+  loads its module on the host and moves it; Keras variables are assigned from the host
+  arrays);
 * the model's own parameters in the cell's dtype: none when it reads the host arrays (numpy);
   the device copy itself when it computes with it, a cast copy when the cell's dtype is not
   the host's (jax); a full copy when the framework holds its own (torch's module, Keras's
