@@ -104,4 +104,8 @@ def test_the_matmul_precision_reaches_each_framework_and_is_recorded(precision: 
         assert cell.status == "ok", cell.reason
         assert cell.settings["run"]["matmul_precision"] == precision
         assert cell.settings["framework"]["matmul_precision"] == READ_BACK[cell.stack][precision]
+    torch_cells = [cell for cell in run.cells if cell.stack == "torch:eager"]
+    for cell in torch_cells:  # cuDNN's convolutions follow too (TF32 unless "highest")
+        conv = cell.settings["framework"]["cudnn_conv_fp32_precision"]
+        assert conv == ("ieee" if precision == "highest" else "tf32")
     assert run.options["matmul_precision"] == precision

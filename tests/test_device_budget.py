@@ -15,6 +15,7 @@ from stackwars.report.maxbatch import max_batch_table
 from stackwars.results.metadata import parse_gpu_memory
 from stackwars.runner import maxbatch, plan
 from stackwars.runner.protocol import CellSpec
+from stackwars.runner.worker import classify
 
 GIB = 2**30
 ANSWERS = json.loads(
@@ -22,6 +23,9 @@ ANSWERS = json.loads(
 )
 GPU_MEMORY = parse_gpu_memory(ANSWERS["nvidia_smi"]["memory_total"])
 H100_BUDGET = default_device_budget("gpu", GPU_MEMORY) or 0
+# The budget alone, as a run given --device-memory-budget and no GPU size sees it.
+H100 = plan.DeviceBudget(H100_BUDGET)
+H100_MEMORY = plan.DeviceBudget(H100_BUDGET, GPU_MEMORY[0])  # as a run on that GPU sees it
 HOST_BUDGET = 2**40  # the host never binds in these tests
 
 
@@ -55,18 +59,18 @@ def test_on_a_gpu_the_model_lives_on_the_device_and_the_host_keeps_its_weights()
 
 def test_a_model_too_big_for_the_device_is_planned_oom_with_the_device_prediction() -> None:
     train = model("llama-3.1-8b", "torch:eager", "gpu", task="train")
-    (planned,) = plan.plan([train], HOST_BUDGET, device_budget=H100_BUDGET)
+    (planned,) = plan.plan([train], HOST_BUDGET, device_budget=H100)
     assert planned.skip_status == "oom"
     assert planned.skip_reason.startswith("predicted gpu peak ")
     assert "--device-memory-budget" in planned.skip_reason
     assert planned.predicted_device_bytes and planned.predicted_device_bytes > H100_BUDGET
-    (forced,) = plan.plan([train], HOST_BUDGET, force=True, device_budget=H100_BUDGET)
+    (forced,) = plan.plan([train], HOST_BUDGET, force=True, device_budget=H100)
     assert not forced.skip_reason
 
 
 def test_bfloat16_inference_of_the_8b_model_fits_an_h100() -> None:
     infer = model("llama-3.1-8b", "torch:eager", "gpu", dtype="bfloat16")
-    (planned,) = plan.plan([infer], HOST_BUDGET, device_budget=H100_BUDGET)
+    (planned,) = plan.plan([infer], HOST_BUDGET, device_budget=H100)
     assert not planned.skip_reason, planned.skip_reason
     assert planned.predicted_device_bytes and planned.predicted_device_bytes < H100_BUDGET
 
@@ -81,7 +85,7 @@ def test_an_unknown_device_size_is_not_checked() -> None:
 def test_the_largest_batch_on_a_gpu_is_bound_by_the_devices_budget() -> None:
     spec = model("gpt2-small", "jax:jit", "gpu", task="train")
     budget = 8 * GIB
-    best = maxbatch.max_batch(spec, HOST_BUDGET, budget)
+    best = maxbatch.max_batch(spec, HOST_BUDGET, plan.DeviceBudget(budget))
     assert best > 0
 
     def on_device(batch: int) -> int:
@@ -94,7 +98,9 @@ def test_the_largest_batch_on_a_gpu_is_bound_by_the_devices_budget() -> None:
 
 def test_the_max_batch_table_names_both_budgets_and_the_device_peak() -> None:
     (answer,) = maxbatch.max_batches(
-        [model("gpt2-small", "jax:jit", "gpu", task="train")], HOST_BUDGET, 8 * GIB
+        [model("gpt2-small", "jax:jit", "gpu", task="train")],
+        HOST_BUDGET,
+        plan.DeviceBudget(8 * GIB),
     )
     assert answer.predicted_device_bytes and answer.predicted_device_bytes <= 8 * GIB
     table = max_batch_table([answer], HOST_BUDGET, "gpu", 8 * GIB)
@@ -102,3 +108,55 @@ def test_the_max_batch_table_names_both_budgets_and_the_device_peak() -> None:
     assert [column.header for column in table.columns][-1] == "predicted device peak at it"
     unknown = max_batch_table([answer], HOST_BUDGET, "tpu", None)
     assert "an unknown size (not checked) on tpu" in str(unknown.title)
+
+
+def test_jax_stacks_are_bound_by_their_allocators_share_of_the_gpu() -> None:
+    # JAX's client lets a process take 75 % of the GPU, pre-allocating or not: on the H100 its
+    # bytes_limit was 59.4 GiB while the budget was 90 % (71.7 GiB), and GPT-2's train step at
+    # the batch predicted largest under the budget ran out of memory there.
+    recorded = ANSWERS["h100_memory"]
+    limit = recorded["jax_memory_stats"]["bytes_limit"]
+    for stack in ("jax:jit", "torch:xla", "keras-jax:jit"):
+        spec = model("gpt2-small", stack, "gpu", task="train")
+        bytes_, what = H100_MEMORY.for_cell(spec)
+        assert bytes_ is not None and abs(bytes_ - limit) / limit < 0.01, (stack, bytes_)
+        assert "allocator limit, 75% of the GPU" in what
+    torch_spec = model("gpt2-small", "torch:eager", "gpu", task="train")
+    assert H100_MEMORY.for_cell(torch_spec)[0] == H100_BUDGET
+    assert H100.for_cell(model("gpt2-small", "jax:jit", "gpu"))[0] == H100_BUDGET, "size unknown"
+
+
+def test_the_batch_that_ran_out_of_memory_on_jax_is_no_longer_predicted_to_fit() -> None:
+    spec = model("gpt2-small", "jax:jit", "gpu", task="train")
+    ran_out = 1038  # the batch --find-max-batch gave before, and jax's OOM at it (recorded)
+    assert "jax:jit batch 1038" in ANSWERS["h100_memory"]["oom_errors"]
+    assert maxbatch.max_batch(spec, HOST_BUDGET, H100) == ran_out
+    best = maxbatch.max_batch(spec, HOST_BUDGET, H100_MEMORY)
+    assert 0 < best < ran_out
+    (answer,) = maxbatch.max_batches([spec], HOST_BUDGET, H100_MEMORY)
+    assert answer.batch == best and "allocator limit" in answer.device_limit
+    table = max_batch_table([answer], HOST_BUDGET, "gpu", H100_BUDGET)
+    assert any("allocator limit" in str(cell) for cell in table.columns[-1].cells)
+
+
+def test_memory_fraction_binds_the_frameworks_that_apply_it() -> None:
+    half = plan.DeviceBudget(H100_BUDGET, GPU_MEMORY[0], fraction=0.5)
+    for stack in ("jax:jit", "torch:eager", "torch:xla"):
+        bytes_, what = half.for_cell(model("gpt2-small", stack, "gpu"))
+        assert bytes_ == int(0.5 * GPU_MEMORY[0]) and "--memory-fraction" in what, stack
+    tensorflow = model("gpt2-small", "tensorflow:eager", "gpu")
+    assert half.for_cell(tensorflow)[0] == H100_BUDGET, "TensorFlow 2 has no fraction setting"
+
+
+def test_an_unbounded_batch_is_said_to_be_no_answer() -> None:
+    spec = model("gpt2-small", "jax:jit", "gpu", task="train")
+    (answer,) = maxbatch.max_batches([spec], HOST_BUDGET, None)
+    table = max_batch_table([answer], HOST_BUDGET, "gpu", None)
+    assert "or more (no limit found)" in str(list(table.columns[3].cells))
+
+
+def test_the_gpus_out_of_memory_errors_end_a_cell_oom() -> None:
+    for what, text in ANSWERS["h100_memory"]["oom_errors"].items():
+        kind, _, message = text.partition(": ")
+        failure = classify(type(kind, (Exception,), {})(message))
+        assert failure.status == "oom", what

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import sysconfig
 from pathlib import Path
@@ -15,7 +16,14 @@ import pytest
 
 from stackwars.cli import main
 from stackwars.errors import UsageError
-from stackwars.frameworks import Stack, environments, parse_stack, parse_stacks, split_stack
+from stackwars.frameworks import (
+    Stack,
+    environments,
+    installed_version,
+    parse_stack,
+    parse_stacks,
+    split_stack,
+)
 from stackwars.runner import environments as running
 from stackwars.runner import plan
 from stackwars.runner.protocol import CellSpec
@@ -87,6 +95,20 @@ def test_an_environment_whose_python_is_gone_says_so_with_the_fix() -> None:
     assert cell.skip_status == "unsupported"
     assert "has no Python at" in cell.skip_reason
     assert cell.skip_reason.endswith("--force")
+
+
+def test_a_framework_in_its_own_environment_has_that_environments_version() -> None:
+    # The lent H100 (2026-11-26) listed torch-xla 2.11.0: the torch beside stackwars, not a
+    # torch_xla (it had none). Only the environment's record can say which torch_xla runs.
+    assert installed_version("torch-xla") is None, "not made here: no version"
+    folder = _describe("torch-xla", {"name": "torch-xla", "packages": ["torch_xla==2.9.0"]})
+    description = json.loads((folder / environments.DESCRIPTION_FILE).read_text("utf-8"))
+    description["versions"] = {"torch": "2.9.0", "torch-xla": "2.9.1"}
+    (folder / environments.DESCRIPTION_FILE).write_text(json.dumps(description), "utf-8")
+    try:
+        assert installed_version("torch-xla") == "2.9.1"
+    finally:  # the scratch root is the whole session's: other tests need torch-xla missing
+        shutil.rmtree(folder)
 
 
 def test_pins_are_compared_with_what_is_installed() -> None:

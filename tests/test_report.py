@@ -393,3 +393,14 @@ def test_what_compiling_buys_shows_a_second_run_compile_and_graphs_a_call() -> N
     assert rows["jax:jit"]["Graphs a call"] == ""
     assert "Graphs a call" in [COLUMNS[i] for i in shown_columns(summaries)]
     assert "Graphs a call" not in [COLUMNS[i] for i in shown_columns(summaries[1:])]
+
+
+def test_cells_on_a_device_their_stack_never_ran_on_here_are_marked_unproven() -> None:
+    # TensorFlow was never run on a GPU by this project (docs/accelerators.md); jax was.
+    cells = [make_cell("jax:jit"), make_cell("tensorflow:xla"), make_cell("tensorflow:xla")]
+    cells[0].device = cells[1].device = "gpu"
+    on_gpu, on_cpu = build_tables(cells)
+    assert column(on_gpu, "Stack") == ["jax:jit", "tensorflow:xla †"]
+    assert any(note.startswith("† a stack this project has not yet run") for note in on_gpu.notes)
+    assert column(on_cpu, "Stack") == ["tensorflow:xla"]
+    assert not any(note.startswith("†") for note in on_cpu.notes)

@@ -117,3 +117,30 @@ def test_rtol_and_atol_are_checked_recorded_and_sent_to_every_worker(tmp_path: P
     assert (request.rtol, request.atol) == (1e-6, 1e-9)
     with pytest.raises(UsageError, match=r"--rtol -1.0 must be a positive number"):
         run_options(Measure(rtol=-1.0), "cpu", None, [])
+
+
+def tf32(array: np.ndarray) -> np.ndarray:
+    """``array`` (float32) with its mantissa cut to TF32's 10 bits, as a TF32 matmul reads it."""
+    bits = array.astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
+    return bits.view(np.float32)
+
+
+def test_a_tf32_gemm_passes_only_where_tf32_may_have_run_and_a_wrong_one_never() -> None:
+    # On an H100 (2026-11-26) every GEMM under --matmul-precision high failed parity: TF32 is
+    # not float32. Where the precision asked for allows TF32, parity allows TF32's error.
+    from stackwars import workloads
+
+    gemm = workloads.get("gemm")
+    params = gemm.resolve({"n": 256})
+    a, b = gemm.make_inputs(params, 0)
+    reference = gemm.reference(params, (a, b))
+    tf32_result = (tf32(a).astype(np.float64) @ tf32(b).astype(np.float64)).astype(np.float32)
+    _, missed = parity.check(gemm, params, [tf32_result], reference)
+    assert missed, "TF32 is outside float32's tolerance"
+    checked, reason = parity.check(
+        gemm, params, [tf32_result], reference, asked=parity.Asked(tf32=True)
+    )
+    assert not reason and checked.rtol == parity.TF32_RTOL
+    wrong = (tf32_result * 1.02).astype(np.float32)
+    _, missed = parity.check(gemm, params, [wrong], reference, asked=parity.Asked(tf32=True))
+    assert missed, "a 2 % error is no TF32 rounding"

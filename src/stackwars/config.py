@@ -56,14 +56,20 @@ def default_memory_budget() -> int:
     return int(min(memory.total, memory.available) * DEFAULT_BUDGET_SHARE)
 
 
-def default_device_budget(device: str, gpu_memory: list[int]) -> int | None:
-    """DEFAULT_DEVICE_BUDGET_SHARE of the memory of ``device``'s GPU (``gpu_memory``: each
-    GPU's bytes, nvidia-smi's order); None on the cpu, a TPU, or a GPU not listed."""
+def device_memory(device: str, gpu_memory: list[int]) -> int | None:
+    """The memory of ``device``'s GPU (``gpu_memory``: each GPU's bytes, nvidia-smi's order);
+    None on the cpu, a TPU, or a GPU not listed."""
     kind, _, index = device.partition(":")
     position = int(index or 0)
     if kind != "gpu" or position >= len(gpu_memory):
         return None
-    return int(gpu_memory[position] * DEFAULT_DEVICE_BUDGET_SHARE)
+    return gpu_memory[position]
+
+
+def default_device_budget(device: str, gpu_memory: list[int]) -> int | None:
+    """DEFAULT_DEVICE_BUDGET_SHARE of the memory of ``device``'s GPU (None where unknown)."""
+    total = device_memory(device, gpu_memory)
+    return None if total is None else int(total * DEFAULT_DEVICE_BUDGET_SHARE)
 
 
 def parse_device(text: str) -> str:
@@ -104,6 +110,8 @@ class RunOptions:
     memory_fraction: float | None = None  # the share of a gpu's memory JAX and torch may take
     # What an accelerator cell's predicted device peak must fit; None: not checked (unknown).
     device_memory_budget: int | None = None
+    # The GPU's memory (nvidia-smi), for the share of it each framework's allocator takes.
+    device_memory_total: int | None = None
     allocator_conf: str = ""  # PYTORCH_CUDA_ALLOC_CONF for torch's cells on a gpu
     matmul_precision: str = "highest"
     inputs: str = "resident"  # INPUT_MODES

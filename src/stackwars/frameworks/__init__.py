@@ -154,6 +154,14 @@ _BACKEND_CACHES: dict[str, dict[str, str]] = {
 }
 
 
+# Where each backend's stacks ran on real hardware: an H100 lent on 2026-11-25 and 26
+# (docs/accelerators.md); TensorFlow could not be installed there, and nothing ran on a TPU.
+_PROVEN_DEVICES = {"jax": ("cpu", "gpu"), "torch": ("cpu", "gpu"), "tensorflow": ("cpu",)}
+# The share of a GPU's memory JAX's client lets a process take when XLA_PYTHON_CLIENT_MEM_FRACTION
+# is unset (FrameworkInfo.device_memory_share).
+JAX_CLIENT_SHARE = 0.75
+
+
 def _keras(backend: str, modes: tuple[str, ...], baseline: int) -> FrameworkInfo:
     """Keras 3 on ``backend``: one framework per backend, the family ``keras``."""
     return FrameworkInfo(
@@ -167,6 +175,9 @@ def _keras(backend: str, modes: tuple[str, ...], baseline: int) -> FrameworkInfo
         # stateless (new variables returned), as Keras's own JAX trainer runs it.
         model_memory=ModelMemory(weights="own copy", functional_train_step=backend == "jax"),
         devices=_BACKEND_DEVICES[backend],
+        device_memory_share=JAX_CLIENT_SHARE if backend == "jax" else None,
+        takes_memory_fraction=backend != "tensorflow",
+        proven_devices=_PROVEN_DEVICES[backend],
         distributions=("keras",),
         environment_prefixes=("KERAS_", *_BACKEND_PREFIXES[backend]),
         compile_caches=_BACKEND_CACHES[backend],
@@ -204,6 +215,9 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             devices=_BACKEND_DEVICES["jax"],
             distributions=("jax", "jaxlib"),
             release_packages=("jax", "jaxlib"),
+            device_memory_share=JAX_CLIENT_SHARE,
+            takes_memory_fraction=True,
+            proven_devices=_PROVEN_DEVICES["jax"],
             environment_prefixes=("JAX_", "TPU_"),
             compile_caches=_BACKEND_CACHES["jax"],
             ir_capture={"jit": JAX_IR},
@@ -220,6 +234,8 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             devices=("cpu", "gpu"),
             distributions=("torch",),
             release_packages=("torch",),
+            takes_memory_fraction=True,
+            proven_devices=_PROVEN_DEVICES["torch"],
             environment_prefixes=("TORCH", "PYTORCH_"),
             compile_caches={
                 **_BACKEND_CACHES["torch"],
@@ -232,6 +248,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
                     extra="xla",
                     own_process=True,
                     devices=_BACKEND_DEVICES["jax"],
+                    device_memory_share=JAX_CLIENT_SHARE,
                 )
             },
             ir_capture={
@@ -327,6 +344,26 @@ class Stack:
         """The environment its workers run in: the one named, else its framework's own;
         "" for stackwars' own."""
         return self.environment or self.info.environment
+
+
+def device_memory_share(framework: str, mode: str, fraction: float | None) -> float | None:
+    """The share of a GPU's memory one process of the stack may take: ``fraction``
+    (--memory-fraction) where the framework applies it, else the mode's or the framework's
+    own default (None: no limit of its own)."""
+    info = FRAMEWORKS[framework]
+    if fraction is not None and info.takes_memory_fraction:
+        return fraction
+    implementation = info.mode_implementations.get(mode)
+    if implementation is not None and implementation.device_memory_share is not None:
+        return implementation.device_memory_share
+    return info.device_memory_share
+
+
+def proven_on(stack: str, device: str) -> bool:
+    """Whether this project has run ``stack`` on ``device``'s kind of hardware (``gpu:1``: a
+    gpu), as FrameworkInfo.proven_devices records."""
+    framework = split_stack(stack)[0]
+    return device.partition(":")[0] in FRAMEWORKS[framework].proven_devices
 
 
 def split_stack(text: str) -> tuple[str, str, str]:
@@ -452,7 +489,15 @@ def distribution_version(name: str) -> str | None:
 
 
 def installed_version(framework: str) -> str | None:
-    versions = map(distribution_version, FRAMEWORKS[framework].distributions)
+    """The framework's version where its stacks run: this Python's, or for a framework that
+    runs in an environment of its own, what that environment recorded when it was made (None
+    when it is not made; this Python's torch is not torch-xla's)."""
+    info = FRAMEWORKS[framework]
+    if info.environment:
+        recorded = (environments.described(info.environment) or {}).get("versions", {})
+        versions = (recorded.get(name.replace("_", "-").lower()) for name in info.distributions)
+    else:
+        versions = map(distribution_version, info.distributions)
     return next((version for version in versions if version is not None), None)
 
 

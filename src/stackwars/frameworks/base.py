@@ -91,6 +91,9 @@ class ModeImplementation:
     # The device kinds this mode runs on, when they differ from the framework's (torch:xla
     # runs wherever JAX does, the TPU included); None: the framework's.
     devices: tuple[str, ...] | None = None
+    # FrameworkInfo.device_memory_share for this mode, when another runtime holds its arrays
+    # (torch:xla's live in JAX's client); None: the framework's.
+    device_memory_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -125,8 +128,8 @@ class ModelMemory:
     # "device copy": the copy ``to_device`` makes of the host arrays, cast again when the
     #   cell's dtype is not the host's (jax: the parameters are device arrays);
     # "own copy": the framework's own objects (a torch Module, Keras variables) in the cell's
-    #   dtype, loaded from the host arrays without a lasting device copy (torch on CPU shares
-    #   host memory, Keras variables are assigned from host arrays).
+    #   dtype, loaded from the host arrays with no other device copy (torch loads its module
+    #   on the host and moves it once, Keras variables are assigned from host arrays).
     weights: Literal["host", "device copy", "own copy"]
     # A train step is a pure function returning new weights and new AdamW moments (three more
     # parameter-sized arrays) instead of updating them in place: jax, whose timed calls reuse
@@ -185,6 +188,17 @@ class FrameworkInfo:
     # Empty: it cannot be bisected, for the reason in ``release_note``.
     release_packages: tuple[str, ...] = ()
     release_note: str = ""
+    # The share of a GPU's memory one process may take by default: JAX's client stops at
+    # 75 % (XLA_PYTHON_CLIENT_MEM_FRACTION unset), with pre-allocation or without (read on an
+    # H100, 2026-11-26: bytes_limit 59.4 GiB of 79.2, and a train step predicted to fit the
+    # 90 % budget ran out of memory); None: no limit of its own.
+    device_memory_share: float | None = None
+    # --memory-fraction replaces that share (JAX's variable, torch's
+    # set_per_process_memory_fraction); TensorFlow 2 has no such setting.
+    takes_memory_fraction: bool = False
+    # The device kinds on which this project has run the framework's stacks on real hardware
+    # (docs/accelerators.md says what ran): tables mark its cells on any other kind unproven.
+    proven_devices: tuple[str, ...] = ("cpu",)
 
     @property
     def code_key(self) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from stackwars.results.maxbatch import MaxBatch
+from stackwars.results.maxbatch import MAX_BATCH, MaxBatch
 
 GIB = 2**30
 
@@ -34,7 +34,18 @@ def max_batch_table(
         if answer.batch is None:
             cells = ["unsupported", "-", "-"]
         else:
-            best = str(answer.batch) if answer.batch else "none fits"
-            cells = [best, _gib(answer.predicted_bytes), _gib(answer.predicted_device_bytes)]
+            cells = [_batch(answer.batch), _gib(answer.predicted_bytes)]
+            device_peak = _gib(answer.predicted_device_bytes)
+            cells.append(
+                f"{device_peak} ({answer.device_limit})" if answer.device_limit else device_peak
+            )
         table.add_row(answer.workload, params, answer.stack, *cells[: 3 if on_device else 2])
     return table
+
+
+def _batch(batch: int) -> str:
+    if batch == 0:
+        return "none fits"
+    # The search stops doubling at MAX_BATCH: a batch there was bounded by nothing, which on
+    # an accelerator of unknown size is no answer at all.
+    return f"{batch} or more (no limit found)" if batch >= MAX_BATCH else str(batch)

@@ -17,6 +17,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from stackwars.frameworks import proven_on
 from stackwars.report.roofline import format_roofline
 from stackwars.results.machines import machine_of, machines
 from stackwars.results.peak import peak_matches_machine
@@ -52,6 +53,12 @@ DISAGREE_MARK = "≋"
 DISAGREE_NOTE = (
     f"{DISAGREE_MARK} fresh workers disagree far beyond their own intervals (bimodal across "
     "processes?): see the cell's warnings"
+)
+UNPROVEN_MARK = "†"
+UNPROVEN_NOTE = (
+    f"{UNPROVEN_MARK} a stack this project has not yet run on this kind of device: its "
+    "placement, sync and memory readings there rest on the framework's documentation "
+    "(docs/accelerators.md)"
 )
 TERMINAL_REASON_CHARS = 60
 PER_CALL_MARK = "host→ "
@@ -243,6 +250,8 @@ def inputs_per_call(cell: Cell) -> bool:
 
 def stack_label(cell: Cell) -> str:
     label = f"{cell.stack} →host" if cell.to_host else cell.stack
+    if not proven_on(cell.stack, cell.device):
+        label = f"{label} {UNPROVEN_MARK}"
     return f"{PER_CALL_MARK}{label}" if inputs_per_call(cell) else label
 
 
@@ -303,6 +312,8 @@ def _notes(cells: list[Cell], baseline: Cell | None) -> tuple[str, ...]:
         notes.append(LATENCY_NOTE)
     if any(inputs_per_call(cell) for cell in cells):
         notes.append(PER_CALL_NOTE)
+    if any(not proven_on(cell.stack, cell.device) for cell in cells):
+        notes.append(UNPROVEN_NOTE)
     if any(cell.status != "ok" for cell in shown):
         notes.append(TIMED_NOT_OK_NOTE)
     notes.extend(

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# The search doubles the batch up to here: an answer this large was bounded by nothing.
+MAX_BATCH = 2**20
+
 
 @dataclass(frozen=True)
 class MaxBatch:
@@ -16,3 +19,6 @@ class MaxBatch:
     batch: int | None
     predicted_bytes: int | None
     predicted_device_bytes: int | None = None  # accelerator cells only
+    # What bounds the device side when it is not the device memory budget, e.g. a JAX stack's
+    # allocator limit; '' when it is the budget.
+    device_limit: str = ""

@@ -13,19 +13,16 @@ from collections.abc import Sequence
 
 from stackwars import workloads
 from stackwars.errors import UsageError
-from stackwars.results.maxbatch import MaxBatch
+from stackwars.results.maxbatch import MAX_BATCH, MaxBatch
 from stackwars.runner import plan
 from stackwars.runner.protocol import CellSpec
 
-# Doubling stops here: no cell is planned with more examples than this.
-MAX_BATCH = 2**20
 
-
-def _fits(spec: CellSpec, batch: int, budget: int, device_budget: int | None) -> bool:
+def _fits(spec: CellSpec, batch: int, budget: int, device_budget: plan.DeviceBudget | None) -> bool:
     return not plan.too_big(_with_batch(spec, batch), budget, device_budget)
 
 
-def max_batch(spec: CellSpec, budget: int, device_budget: int | None = None) -> int:
+def max_batch(spec: CellSpec, budget: int, device_budget: plan.DeviceBudget | None = None) -> int:
     """Largest batch whose predictions fit ``budget`` and, on an accelerator, ``device_budget``
     (0 when even batch 1 does not)."""
 
@@ -43,12 +40,22 @@ def max_batch(spec: CellSpec, budget: int, device_budget: int | None = None) -> 
     return low
 
 
+def _device_limit(spec: CellSpec, device_budget: plan.DeviceBudget | None) -> str:
+    """What bounds ``spec`` on its device when it is not the budget itself ('' when it is)."""
+    if device_budget is None or not plan.on_accelerator(spec):
+        return ""
+    limit, what = device_budget.for_cell(spec)
+    if limit is None or limit == device_budget.budget:
+        return ""
+    return f"{what}: {limit / plan.GIB:.2f} GiB"
+
+
 def _with_batch(spec: CellSpec, batch: int) -> CellSpec:
     return dataclasses.replace(spec, params={**spec.params, "batch": batch})
 
 
 def max_batches(
-    cells: Sequence[CellSpec], budget: int, device_budget: int | None = None
+    cells: Sequence[CellSpec], budget: int, device_budget: plan.DeviceBudget | None = None
 ) -> list[MaxBatch]:
     """One answer per distinct cell (its batch aside) of the cells with a batch parameter."""
     with_batch = [c for c in cells if "batch" in workloads.get(c.workload).defaults()]
@@ -66,7 +73,8 @@ def max_batches(
         peak = plan.prediction(at_best)[0] if best else None
         on_device = plan.device_prediction(at_best) if best else None
         device_peak = None if on_device is None else on_device[0]
+        limit = _device_limit(spec, device_budget)
         answers.append(
-            MaxBatch(spec.workload, dict(spec.params), spec.stack, best, peak, device_peak)
+            MaxBatch(spec.workload, dict(spec.params), spec.stack, best, peak, device_peak, limit)
         )
     return answers

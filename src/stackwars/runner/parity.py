@@ -47,13 +47,23 @@ def computed_dtype(arrays: list[np.ndarray]) -> str:
     return ",".join(names) or (str(arrays[0].dtype) if arrays else "none")
 
 
+# Float32 matmuls in TF32 (--matmul-precision high, or a GPU framework's default) round each
+# product's inputs to 10 mantissa bits: every product is off by up to 2^-10 of itself, an error
+# that, unlike the sum's rounding, does not grow with its length. Relative to the result's RMS
+# it stays a few units of 2^-11: GEMM 8192² on an H100 (2026-11-26) missed by 2e-3 at most.
+TF32_RTOL = 10 * 2.0**-11
+
+
 @dataclass(frozen=True)
 class Asked:
     """The run's own tolerance (--rtol, --atol), replacing the workload's where given: the
-    relative part, and the absolute part (by default rtol times the reference's RMS)."""
+    relative part, and the absolute part (by default rtol times the reference's RMS); and
+    whether float32 matmuls may have run in TF32 (``tf32``: then a float32 result gets at
+    least TF32_RTOL)."""
 
     rtol: float | None = None
     atol: float | None = None
+    tf32: bool = False
 
 
 def _tolerance(
@@ -66,18 +76,21 @@ def _tolerance(
     asked: Asked,
 ) -> tuple[Tolerance, float]:
     """The tolerance for one output, with the RMS of the reference: the run's own where it
-    asked for one, else the workload's, widened to CONTROL_FACTOR times the float32 control's
-    own error when there is a control (and the stack computed float32)."""
+    asked for one, else the workload's; a float32 result's widened to TF32_RTOL where its
+    matmuls may have run in TF32, and to CONTROL_FACTOR times the float32 control's own error
+    when there is a control."""
     scale = float(np.sqrt(np.mean(ref * ref))) if ref.size else 0.0
     tolerance = workload.tolerance(params, dtype, scale)
     if asked.rtol is not None or asked.atol is not None:
         rtol = tolerance.rtol if asked.rtol is None else asked.rtol
         atol = rtol * scale if asked.atol is None else asked.atol
         return Tolerance(rtol=rtol, atol=atol), scale
-    if control is None or dtype != "float32":
+    if dtype != "float32":
         return tolerance, scale
-    control_rel = float(np.abs(control - ref).max(initial=0.0)) / max(scale, 1e-300)
-    rtol = max(tolerance.rtol, CONTROL_FACTOR * control_rel)
+    rtol = max(tolerance.rtol, TF32_RTOL) if asked.tf32 else tolerance.rtol
+    if control is not None:
+        control_rel = float(np.abs(control - ref).max(initial=0.0)) / max(scale, 1e-300)
+        rtol = max(rtol, CONTROL_FACTOR * control_rel)
     return Tolerance(rtol=rtol, atol=rtol * scale), scale
 
 

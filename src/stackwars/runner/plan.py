@@ -18,6 +18,7 @@ from stackwars.frameworks import (
     Stack,
     all_stacks,
     default_stacks,
+    device_memory_share,
 )
 from stackwars.runner import environments
 from stackwars.runner.protocol import CellSpec
@@ -36,6 +37,31 @@ class PlannedCell:
     skip_status: str = "unsupported"
     predicted_bytes: int | None = None
     predicted_device_bytes: int | None = None  # accelerator cells only
+
+
+@dataclass(frozen=True)
+class DeviceBudget:
+    """What an accelerator cell's predicted device peak must fit: ``budget``
+    (--device-memory-budget, by default 90 % of the GPU's memory) and, where it is smaller,
+    the share of the GPU's memory (``total``) the cell's framework lets one process take:
+    ``fraction`` (--memory-fraction) where the framework applies it, else its own default
+    (``frameworks.device_memory_share``: JAX's client stops at 75 %)."""
+
+    budget: int | None  # None: the device's size is unknown, and nothing is checked
+    total: int | None = None
+    fraction: float | None = None
+
+    def for_cell(self, spec: CellSpec) -> tuple[int | None, str]:
+        """The bytes ``spec`` may hold on its device, and what sets that limit."""
+        budget = self.budget, "the device memory budget"
+        share = device_memory_share(spec.framework, spec.mode, self.fraction)
+        if self.budget is None or self.total is None or share is None:
+            return budget
+        limit = int(share * self.total)
+        if limit >= self.budget:
+            return budget
+        setting = "--memory-fraction" if self.fraction is not None else "its default"
+        return limit, f"{spec.stack}'s allocator limit, {share:.0%} of the GPU ({setting})"
 
 
 def parse_values(workload: Workload, name: str, text: str) -> list[Any]:
@@ -229,7 +255,7 @@ def device_prediction(spec: CellSpec) -> tuple[int, str] | None:
     return workload.memory_bytes(spec.params), "inputs, results and temporaries"
 
 
-def too_big(spec: CellSpec, budget: int, device_budget: int | None) -> str:
+def too_big(spec: CellSpec, budget: int, device_budget: DeviceBudget | None) -> str:
     """Why a cell's predicted peak does not fit (host, or device when it has a budget);
     '' when it fits."""
     need, detail = prediction(spec)
@@ -240,13 +266,14 @@ def too_big(spec: CellSpec, budget: int, device_budget: int | None) -> str:
             "watchdog, --memory-budget changes the budget"
         )
     on_device = device_prediction(spec)
-    if on_device is None or device_budget is None or on_device[0] <= device_budget:
+    limit, what = device_budget.for_cell(spec) if device_budget else (None, "")
+    if on_device is None or limit is None or on_device[0] <= limit:
         return ""
     return (
-        f"predicted {spec.device} peak {on_device[0] / GIB:.2f} GiB exceeds the device memory "
-        f"budget of {device_budget / GIB:.2f} GiB ({on_device[1]}); not run: --force runs it "
-        "anyway (the framework then reports its own out-of-memory), --device-memory-budget "
-        "changes the budget"
+        f"predicted {spec.device} peak {on_device[0] / GIB:.2f} GiB exceeds {what} of "
+        f"{limit / GIB:.2f} GiB ({on_device[1]}); not run: --force runs it anyway (the "
+        "framework then reports its own out-of-memory), --device-memory-budget and "
+        "--memory-fraction change the limit"
     )
 
 
@@ -254,7 +281,7 @@ def plan(
     cells: Sequence[CellSpec],
     budget: int,
     force: bool = False,
-    device_budget: int | None = None,
+    device_budget: DeviceBudget | None = None,
 ) -> list[PlannedCell]:
     """Each cell with the reason it cannot run here, if any: ``unsupported`` when its stack is
     missing, ``oom`` when its predicted peak exceeds ``budget``, or on an accelerator its

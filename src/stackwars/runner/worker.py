@@ -392,7 +392,11 @@ class CellRun:
             self.cell.status = "ok"
             return
         control = self.workload.control(self.params, inputs) if self.workload.control else None
-        asked = parity.Asked(self.request.rtol, self.request.atol)
+        settings = self.request.settings
+        # On a GPU, any precision but "highest" lets some framework's float32 matmuls or
+        # convolutions run in TF32 (JAX's and TensorFlow's default, cuDNN's convolutions).
+        tf32 = settings.device.startswith("gpu") and settings.matmul_precision != "highest"
+        asked = parity.Asked(self.request.rtol, self.request.atol, tf32=tf32)
         self.cell.parity, reason = parity.check(
             self.workload, self.params, outputs, reference, computed=computed, control=control,
             asked=asked,

@@ -143,9 +143,15 @@ def _new_run(
     )
 
 
-def budgets(options: RunOptions) -> tuple[int, bool, int | None]:
+def budgets(options: RunOptions) -> tuple[int, bool, plan.DeviceBudget]:
     """plan.plan's budgets: the host's, --force, the device's."""
-    return options.memory_budget, options.force, options.device_memory_budget
+    return options.memory_budget, options.force, device_budget(options)
+
+
+def device_budget(options: RunOptions) -> plan.DeviceBudget:
+    return plan.DeviceBudget(
+        options.device_memory_budget, options.device_memory_total, options.memory_fraction
+    )
 
 
 def max_batches(selection: Selection, measure: Measure) -> tuple[list[MaxBatch], RunOptions]:
@@ -154,7 +160,7 @@ def max_batches(selection: Selection, measure: Measure) -> tuple[list[MaxBatch],
     (nothing runs)."""
     chosen, suite = choose_cells(selection)
     options = run_options(measure, selection.device, suite, selection.workload_files)
-    answers = maxbatch.max_batches(chosen, options.memory_budget, options.device_memory_budget)
+    answers = maxbatch.max_batches(chosen, options.memory_budget, device_budget(options))
     return answers, options
 
 

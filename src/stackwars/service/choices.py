@@ -22,6 +22,7 @@ from stackwars.config import (
     choose,
     default_device_budget,
     default_memory_budget,
+    device_memory,
     parse_device,
     parse_size,
 )
@@ -123,11 +124,13 @@ def run_options(
     budget = parse_size(measure.memory_budget) if measure.memory_budget else None
     cache, cache_root = _cache(measure, suite)
     device = parse_device(device)
+    gpu_memory = metadata.gpu_memory_bytes()
     return RunOptions(
         device=device,
         device_memory_budget=parse_size(measure.device_memory_budget)
         if measure.device_memory_budget
-        else default_device_budget(device, metadata.gpu_memory_bytes()),
+        else default_device_budget(device, gpu_memory),
+        device_memory_total=device_memory(device, gpu_memory),
         timeout_s=measure.timeout_s or RunOptions.timeout_s,
         # Workers side by side share the memory: the default budget is split between them.
         memory_budget=budget or default_memory_budget() // measure.jobs,
