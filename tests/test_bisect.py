@@ -7,6 +7,7 @@ of ab's rounds."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import math
 import sys
@@ -33,6 +34,8 @@ DATA = Path(__file__).parent / "data" / "bisect"
 INDEX_ANSWER = (DATA / "pip-index-versions-jax.txt").read_text(encoding="utf-8")
 # ... and with --ignore-requires-python: also the releases for other Pythons only (0.11+).
 ANY_PYTHON = (DATA / "pip-index-versions-jax-ignore-requires-python.txt").read_text("utf-8")
+# PyPI's JSON answer for jax, recorded 2026-11-26 and trimmed to the 0.8.3-0.10.x releases.
+PYPI_ANSWER = (DATA / "pypi-json-jax.json").read_text(encoding="utf-8")
 RELEASES = ("0.9.2", "0.10.0", "0.10.1", "0.10.2")
 DRY = ["bisect", "--stacks", "jax:eager", "--dry-run", "--versions", ",".join(RELEASES)]
 CELLS = ["--", "--workload", "selu", "--param", "n=64"]
@@ -134,6 +137,33 @@ def test_the_dry_run_prints_the_plan_and_what_each_environment_needs(
     # Its Python is missing: the fix is named (a worker checks a complete one when it is used).
     assert any(line.startswith("  0.10.0: ") and "has no Python at" in line for line in lines)
     assert not out.exists()  # a plan makes nothing
+
+
+def test_dates_are_the_releases_a_user_had_on_them() -> None:
+    uploads = planning.upload_dates(PYPI_ANSWER, "jax")
+    assert str(uploads["0.9.2"]) == "2026-03-18" and str(uploads["0.10.2"]) == "2026-06-17"
+    assert planning.release_on("2026-03-18", uploads, "--good") == "0.9.2"  # that day's own
+    assert planning.release_on("2026-04-15", uploads, "--good") == "0.9.2"  # the day before
+    assert planning.release_on("2026-11-26", uploads, "--bad") == "0.10.2"
+    with pytest.raises(UsageError, match="no release was uploaded by then"):
+        planning.release_on("2001-01-01", uploads, "--good")
+    with pytest.raises(UsageError, match="--bad 2026-13-01: not a date"):
+        planning.release_on("2026-13-01", uploads, "--bad")
+
+
+def test_the_dry_run_takes_dates_for_the_releases(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def recorded(package: str) -> dict[str, datetime.date]:
+        asked.append(package)
+        return planning.upload_dates(PYPI_ANSWER, package)
+
+    monkeypatch.setattr(service, "upload_dates", recorded)
+    assert main([*DRY, "--good", "2026-04-01", "--bad", "2026-06-30", *CELLS]) == 0
+    assert asked == ["jax"]
+    assert "bisect jax from 0.9.2 (good) to 0.10.2 (bad)" in capsys.readouterr().out
 
 
 # A slowdown of SELU that appears in 0.10.1: each release's time relative to 0.9.2.

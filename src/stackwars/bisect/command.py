@@ -61,9 +61,18 @@ def _add_versions(parser: argparse.ArgumentParser) -> None:
         "--stacks", required=True, help="the stacks, of one framework (e.g. jax:eager)"
     )
     parser.add_argument(
-        "--good", required=True, metavar="VERSION", help="an earlier release, without the change"
+        "--good",
+        required=True,
+        metavar="VERSION",
+        help="an earlier release, without the change; or a date (YYYY-MM-DD): the newest "
+        "release uploaded to PyPI by then",
     )
-    parser.add_argument("--bad", required=True, metavar="VERSION", help="a later release, with it")
+    parser.add_argument(
+        "--bad",
+        required=True,
+        metavar="VERSION",
+        help="a later release, with it; or a date, as for --good",
+    )
     parser.add_argument(
         "--versions",
         metavar="LIST",
@@ -125,7 +134,8 @@ def request_of(args: argparse.Namespace) -> service.Request:
                 "environment is added to them)"
             )
     available, elsewhere = _releases(args)
-    plan = planning.plan(args.stacks, args.good, args.bad, available, args.pin, elsewhere=elsewhere)
+    good, bad = _versions(args)
+    plan = planning.plan(args.stacks, good, bad, available, args.pin, elsewhere=elsewhere)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     request = service.Request(
         plan=plan,
@@ -138,6 +148,20 @@ def request_of(args: argparse.Namespace) -> service.Request:
     )
     service.check(request)
     return request
+
+
+def _versions(args: argparse.Namespace) -> tuple[str, str]:
+    """--good and --bad as releases: a date (YYYY-MM-DD) is the newest release uploaded by
+    then, from PyPI's upload times."""
+    if not (planning.is_date(args.good) or planning.is_date(args.bad)):
+        return args.good, args.bad
+    framework, _ = planning.framework_of(args.stacks)
+    uploads = service.upload_dates(planning.packages(framework)[0])
+
+    def resolved(option: str, text: str) -> str:
+        return planning.release_on(text, uploads, option) if planning.is_date(text) else text
+
+    return resolved("--good", args.good), resolved("--bad", args.bad)
 
 
 def _releases(args: argparse.Namespace) -> tuple[list[str], list[str]]:

@@ -7,8 +7,10 @@ plans exactly as a live one.
 
 from __future__ import annotations
 
+import datetime
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from stackwars.errors import UnknownNameError, UsageError
@@ -18,6 +20,8 @@ from stackwars.frameworks import FRAMEWORKS, Stack, parse_stacks, split_stack
 # upgrades through, and its order among releases needs PEP 440's full rules.
 RELEASE = re.compile(r"^\d+(\.\d+)*$")
 AVAILABLE = "Available versions:"
+# --good and --bad may be dates: the release a user had on that day.
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def release(text: str) -> tuple[int, ...]:
@@ -44,6 +48,42 @@ def index_versions(answer: str, package: str) -> list[str]:
         "fix: check that pip reaches the index (pip index versions " + package + "), or "
         "give the versions with --versions"
     )
+
+
+def is_date(text: str) -> bool:
+    return bool(DATE.match(text))
+
+
+def upload_dates(answer: str, package: str) -> dict[str, datetime.date]:
+    """Each final release's first upload day, from PyPI's JSON answer for ``package``
+    (``https://pypi.org/pypi/PACKAGE/json``); releases whose files were all yanked left out."""
+    try:
+        releases = json.loads(answer)["releases"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(
+            f"PyPI's answer about {package} has no releases ({exc}); fix: give versions, not "
+            "dates, as --good and --bad"
+        ) from None
+    dates = {}
+    for version, files in releases.items():
+        kept = [f["upload_time_iso_8601"] for f in files if not f.get("yanked")]
+        if RELEASE.match(version) and kept:
+            dates[version] = datetime.date.fromisoformat(min(kept)[:10])
+    return dates
+
+
+def release_on(day: str, uploads: Mapping[str, datetime.date], option: str) -> str:
+    """The newest release uploaded on or before ``day`` (YYYY-MM-DD): what a user who
+    upgraded that day had."""
+    try:
+        when = datetime.date.fromisoformat(day)
+    except ValueError:
+        raise UsageError(f"{option} {day}: not a date; write it as YYYY-MM-DD") from None
+    before = [v for v, uploaded in uploads.items() if uploaded <= when]
+    if not before:
+        first = min(uploads.values(), default=None)
+        raise UsageError(f"{option} {day}: no release was uploaded by then (the first: {first})")
+    return max(before, key=release)
 
 
 @dataclass(frozen=True)

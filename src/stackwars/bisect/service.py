@@ -11,8 +11,10 @@ rounds (run files and their stores) in a folder of its own under the bisection's
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import sys
 import tempfile
+import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,7 @@ from stackwars.runner.child import run_command
 from stackwars.service import ab, api, environments
 
 INDEX_TIMEOUT_S = 120.0
+PYPI_JSON = "https://pypi.org/pypi"  # PyPI's JSON API: each release's upload times
 OTHER_PYTHON = (
     f"cannot be installed: the index has it for other Pythons only (Requires-Python excludes "
     f"{sys.version_info.major}.{sys.version_info.minor})"
@@ -134,6 +137,21 @@ def index_versions(package: str, *options: str) -> list[str]:
             "check pip's index settings (pip config list), or give the releases with --versions"
         )
     return planning.index_versions("\n".join(lines), package)
+
+
+def upload_dates(package: str) -> dict[str, datetime.date]:
+    """When each release of ``package`` was uploaded, from PyPI's JSON API (pip's index
+    listing has no dates)."""
+    url = f"{PYPI_JSON}/{package}/json"
+    try:
+        with urllib.request.urlopen(url, timeout=INDEX_TIMEOUT_S) as answer:
+            text = answer.read().decode("utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"{url} did not answer ({exc}); fix: give the releases as versions, not dates "
+            "(pip index versions " + package + " lists them)"
+        ) from None
+    return planning.upload_dates(text, package)
 
 
 def check(request: Request) -> None:
