@@ -102,12 +102,12 @@ def analyse(paths: list[str]) -> None:
             print(f"  two modes: {len(fast)} fast (≤ {1e3 * median_of(fast[-1]):.2f} ms), "
                   f"{len(slow)} slow (≥ {1e3 * median_of(slow[0]):.2f} ms)")  # fmt: skip
             for name, signal in SIGNALS.items():
-                a = [signal(w) for w in fast]
-                b = [signal(w) for w in slow]
-                if any(v is None for v in [*a, *b]):
+                a = [v for v in map(signal, fast) if v is not None]
+                b = [v for v in map(signal, slow) if v is not None]
+                if len(a) < len(fast) or len(b) < len(slow):
                     print(f"  {name}: not recorded for every worker")
                     continue
-                wrong = misplaced([float(v) for v in a], [float(v) for v in b])  # type: ignore[arg-type]
+                wrong = misplaced([float(v) for v in a], [float(v) for v in b])
                 verdict = "separates the modes" if wrong == 0 else f"misplaces {wrong} workers"
                 print(f"  {name}: fast {statistics.median(a):.3g}, slow "
                       f"{statistics.median(b):.3g}; {verdict}")  # fmt: skip
