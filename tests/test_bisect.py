@@ -1,6 +1,6 @@
-"""stackwars bisect (src/stackwars/bisect/): the plan from a recorded package-index answer, bad
+"""stackwars bisect (instruments/ab/bisect/): the plan from a recorded package-index answer, bad
 input in one line, the decisions on measurements made from a table of ratios per release
-(judged by the gate through instruments/ab/bisect/verdict.py), the skip of a release that cannot be
+(judged by the gate through bisect/verdict.py), the skip of a release that cannot be
 installed, the time budget, and, in a borrowed environment, the install cache and a real step
 of ab's rounds."""
 

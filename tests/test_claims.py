@@ -1,4 +1,4 @@
-"""Claims as data (stackwars/claims/): the file format and the one-line form, malformed claims
+"""Claims as data (instruments/claims/): the file format and the one-line form, malformed claims
 refused in one line naming the field with an example, the verdict logic on synthetic samples,
 the built-in set (every seed quote verbatim, what cannot be checked here and why), the plan
 that runs shared cells once, and claims stored, shown and reported. No worker starts here

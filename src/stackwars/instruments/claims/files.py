@@ -68,7 +68,7 @@ One line:
   jax:eager@gpu->host ~ 27x jax:eager on gemm n=3000
   torch:xla runs-to-steady == 2 on ffn
   jax:jit overtakes numpy:eager at n <= 256 on gemm n=64,128,256,512
-In a TOML file (one claim set; the built-in ones are in stackwars/claims/builtin/):
+In a TOML file (one claim set; the built-in ones are in stackwars/instruments/claims/builtin/):
   format = 1
   [[claims]]
   id = "jit-poly-6x"
@@ -121,7 +121,7 @@ def load_file(path: Path) -> ClaimSet:
 
 
 def builtin_sets() -> list[ClaimSet]:
-    """The claim sets shipped in ``stackwars/claims/builtin`` (package data)."""
+    """The claim sets shipped in ``stackwars/instruments/claims/builtin`` (package data)."""
     folder = resources.files("stackwars.instruments.claims").joinpath("builtin")
     files = sorted((item for item in folder.iterdir() if item.name.endswith(".toml")), key=str)
     return [
