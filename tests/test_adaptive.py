@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from stackwars import workloads
-from stackwars.claims.spec import parse_relation
-from stackwars.claims.verdict import FAILS, INCONCLUSIVE, judge_factor
 from stackwars.config import RunOptions
 from stackwars.errors import UsageError
+from stackwars.instruments.claims.spec import parse_relation
+from stackwars.instruments.claims.verdict import FAILS, INCONCLUSIVE, judge_factor
 from stackwars.results.run import Run, now
 from stackwars.results.schema import Cell, Steady
 from stackwars.runner import plan

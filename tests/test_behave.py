@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from stackwars import probes
 from stackwars.cli import main
 from stackwars.frameworks.numpy import NumpyFramework
-from stackwars.runner import behave_worker
-from stackwars.runner.behave_worker import _classify, _difference, answer
-from stackwars.service.behave import behave
+from stackwars.instruments.behave import probes
+from stackwars.instruments.behave import worker as behave_worker
+from stackwars.instruments.behave.service import behave
+from stackwars.instruments.behave.worker import _classify, _difference, answer
 
 SEED_000 = ["boolean-mask", "value-if", "value-if-static", "array-shape", "static-shape"]
 

@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 import pytest
 
 from stackwars.cli import main
+from stackwars.instruments.behave.service import behave_run
+from stackwars.instruments.behave.task import ProbeTask
 from stackwars.results.store import Store
-from stackwars.runner.behave_task import ProbeTask
 from stackwars.runner.tasks import Caches, Task
-from stackwars.service.behave import behave_run
 
 R = TypeVar("R")
 

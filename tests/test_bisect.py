@@ -1,4 +1,4 @@
-"""stackwars bisect (src/stackwars/bisect/): the plan from a recorded package-index answer, bad
+"""stackwars bisect (instruments/ab/bisect/): the plan from a recorded package-index answer, bad
 input in one line, the decisions on measurements made from a table of ratios per release
 (judged by the gate through bisect/verdict.py), the skip of a release that cannot be
 installed, the time budget, and, in a borrowed environment, the install cache and a real step
@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from stackwars.bisect import plan as planning
-from stackwars.bisect import report, service
-from stackwars.bisect.search import FASTER, SAME, SLOWER, UNDECIDED, Search
-from stackwars.bisect.verdict import judge
 from stackwars.cli import main
 from stackwars.errors import UsageError
 from stackwars.frameworks import environments
+from stackwars.instruments.ab.bisect import data, service
+from stackwars.instruments.ab.bisect import plan as planning
+from stackwars.instruments.ab.bisect import render as report
+from stackwars.instruments.ab.bisect.search import FASTER, SAME, SLOWER, UNDECIDED, Search
+from stackwars.instruments.ab.bisect.verdict import judge
 from stackwars.results.schema import Cell, Steady
 from stackwars.runner import environments as running
 from stackwars.service import environments as creating
@@ -194,13 +195,13 @@ def _recorded(
     gate through the seam, each taking 60 s."""
 
     def compare_of(index: int) -> service.Compare:
-        def compare(older: str, newer: str, watch: service.Watch, budget_s: float) -> service.Step:
+        def compare(older: str, newer: str, watch: data.Watch, budget_s: float) -> data.Step:
             spread = tuple(1 + 20 * (f - 1) for f in SPREAD) if newer in noisy else SPREAD
             judged = judge(
                 _cells(older, ratios, SPREAD), _cells(newer, ratios, spread), 0.05, ALPHA
             )
             CLOCK.now += 60.0
-            return service.Step(
+            return data.Step(
                 older, newer, tuple(judged), 6, 60.0, Path(f"step-{index}"), "decided", watch
             )
 
@@ -257,11 +258,11 @@ def _bisect(
     noisy: frozenset[str] = frozenset(),
     budget_s: float = 1800.0,
     other_python: tuple[str, ...] = (),
-) -> service.Bisection:
+) -> data.Bisection:
     installable = [v for v in ratios if v not in other_python]
     plan = planning.plan("jax:eager", "0.9.2", "0.10.2", installable, [], elsewhere=list(ratios))
     request = service.Request(plan, ("--workload", "selu"), Path("out"), time_budget_s=budget_s)
-    events: list[service.Event] = []
+    events: list[data.Event] = []
     made = create or _ready([])
     return service.run(request, events.append, CLOCK, made, _recorded(ratios, noisy))
 
@@ -351,8 +352,8 @@ def test_a_cell_that_fails_in_a_release_ends_its_step_with_the_reason() -> None:
     ]
     (judged,) = judge(_cells("0.9.2", STEP_AT_0_10_1, SPREAD), failing, 0.05, ALPHA)
     assert (judged.word, judged.hopeless) == (UNDECIDED, True)
-    assert service.Watch().hopeless([judged])
-    step = service.Step("0.9.2", "0.10.0", (judged,), 3, 30.0, Path("step"), "cells failed")
+    assert data.Watch().hopeless([judged])
+    step = data.Step("0.9.2", "0.10.0", (judged,), 3, 30.0, Path("step"), "cells failed")
     shown = report.step_lines(step).splitlines()[1]
     assert shown.endswith(f"undecided, ok in the baseline, error in the candidate: {why}")
 
@@ -399,7 +400,7 @@ def test_a_second_bisection_finds_the_environment_ready() -> None:
     inside and reused, nothing installed; one with other pins is left alone and skipped."""
     _borrowing("jax-0.10.2", ["jax==0.10.2", "jaxlib==0.10.2"])
     plan = planning.plan("jax:eager", "0.9.2", "0.10.2", list(RELEASES), [])
-    lines: list[service.Event] = []
+    lines: list[data.Event] = []
     prepared = service.prepare(plan, "0.10.2", creating.create, lines.append)
     assert (prepared.made, prepared.skipped) == (False, "")
     assert not (environments.folder("jax-0.10.2") / "create.log").exists() and lines == []
@@ -423,9 +424,9 @@ def test_a_step_is_ab_rounds_of_the_stacks_in_each_environment(tmp_path: Path) -
         "0.05",
     )  # ab's rounds take no second look
     request = service.Request(plan, options, tmp_path, min_rounds=2, max_rounds=2)
-    events: list[service.Event] = []
+    events: list[data.Event] = []
     compare = service.measure_step(request, 1, events.append, CLOCK)
-    step = compare("0.10.2", "0.10.2", service.Watch(), 600.0)
+    step = compare("0.10.2", "0.10.2", data.Watch(), 600.0)
     assert step.rounds == 2 and step.folder == tmp_path / "step-01-0.10.2-vs-0.10.2"
     (judged,) = step.judgements
     # Paired by stack without the environment; two workers a side are too few to judge.

@@ -1,4 +1,4 @@
-"""Claims as data (stackwars/claims/): the file format and the one-line form, malformed claims
+"""Claims as data (instruments/claims/): the file format and the one-line form, malformed claims
 refused in one line naming the field with an example, the verdict logic on synthetic samples,
 the built-in set (every seed quote verbatim, what cannot be checked here and why), the plan
 that runs shared cells once, and claims stored, shown and reported. No worker starts here
@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from stackwars.claims.files import builtin_sets, load_text
-from stackwars.claims.line import parse_line, to_line
-from stackwars.claims.spec import (
+from stackwars.cli import main
+from stackwars.errors import ClaimError, UsageError
+from stackwars.frameworks import FRAMEWORKS
+from stackwars.instruments.claims import service as claimcheck
+from stackwars.instruments.claims.files import builtin_sets, load_text
+from stackwars.instruments.claims.line import parse_line, to_line
+from stackwars.instruments.claims.spec import (
     COUNT,
     CROSSOVER,
     FACTOR,
@@ -25,7 +29,7 @@ from stackwars.claims.spec import (
     parse_relation,
     with_overrides,
 )
-from stackwars.claims.verdict import (
+from stackwars.instruments.claims.verdict import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,
@@ -36,9 +40,6 @@ from stackwars.claims.verdict import (
     judge_exact,
     judge_factor,
 )
-from stackwars.cli import main
-from stackwars.errors import ClaimError, UsageError
-from stackwars.frameworks import FRAMEWORKS
 from stackwars.report.claims import claims_markdown, format_measured
 from stackwars.report.html.data import ReportInputs, build_report
 from stackwars.report.html.markdown import render_markdown
@@ -46,7 +47,7 @@ from stackwars.report.html.page import render_html
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Steady, Times
 from stackwars.results.store import STORE_VERSION, Store
-from stackwars.service import api, claimcheck
+from stackwars.service import api
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 GOOD = """\

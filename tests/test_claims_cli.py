@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from stackwars.claims.verdict import FAILS, NOT_CHECKABLE, VERDICTS, ClaimResult
 from stackwars.cli import main
+from stackwars.instruments.claims.verdict import FAILS, NOT_CHECKABLE, VERDICTS, ClaimResult
 from stackwars.results.store import Store
 
 pytestmark = pytest.mark.slow
@@ -81,9 +81,9 @@ def test_the_builtin_claims_load_from_an_installed_package(tmp_path: Path) -> No
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         archive.extractall(tmp_path / "site")
-    assert "stackwars/claims/builtin/seed-001.toml" in names
+    assert "stackwars/instruments/claims/builtin/seed-001.toml" in names
     script = (
-        "import stackwars; from stackwars.claims.files import builtin_sets; "
+        "import stackwars; from stackwars.instruments.claims.files import builtin_sets; "
         "print(stackwars.__file__); print(sorted(s.name for s in builtin_sets()))"
     )
     done = subprocess.run(

@@ -130,8 +130,8 @@ def _fields(kind: type) -> set[str]:
 def test_the_run_schema_names_every_field_the_code_writes() -> None:
     """The schema is written by hand: a field added to a dataclass fails here until the
     schema (src/stackwars/results/run.schema.json) describes it."""
-    from stackwars.claims.verdict import ClaimResult
-    from stackwars.results.behave import Outcome
+    from stackwars.instruments.behave.data import Outcome
+    from stackwars.instruments.claims.verdict import ClaimResult
     from stackwars.results.compile import CompileSummary
 
     definitions = RUN_SCHEMA["$defs"]

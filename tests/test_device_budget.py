@@ -11,9 +11,10 @@ from pathlib import Path
 
 from stackwars import workloads
 from stackwars.config import DEFAULT_DEVICE_BUDGET_SHARE, default_device_budget
-from stackwars.report.maxbatch import max_batch_table
+from stackwars.instruments.maxbatch import predict as maxbatch
+from stackwars.instruments.maxbatch.render import max_batch_table
 from stackwars.results.metadata import parse_gpu_memory
-from stackwars.runner import maxbatch, plan
+from stackwars.runner import plan
 from stackwars.runner.protocol import CellSpec
 from stackwars.runner.worker import classify
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import stackwars
 from stackwars import errors
-from stackwars.commands import COMMANDS
+from stackwars.commands import discover
 from stackwars.frameworks import FRAMEWORKS
 from stackwars.timing.compare import VERDICTS
 
@@ -80,8 +80,8 @@ def test_every_stackwars_name_the_documents_use_exists() -> None:
 
 def test_the_architecture_lists_every_command() -> None:
     text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
-    listing = text[text.index("\n  commands/") : text.index("\n  service/")]
-    names = [add.__name__.removeprefix("add_") for add in COMMANDS]
+    listing = text[text.index("## Layout") : text.index("## Layers")]
+    names = [add.__name__.removeprefix("add_") for add in discover()]
     assert [name for name in names if not re.search(rf"\b{name}\b", listing)] == []
 
 

@@ -26,11 +26,13 @@ from stackwars import workloads
 from stackwars.cli import main
 from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, environments, parse_stacks
 from stackwars.frameworks.base import Framework, RunSettings
+from stackwars.instruments.peak import worker as peak_worker
+from stackwars.instruments.selftest import task as selftest_task
+from stackwars.instruments.selftest import worker as selftest_worker
+from stackwars.instruments.selftest.data import StackResult
 from stackwars.ir import capture
-from stackwars.results.selftest import StackResult
-from stackwars.runner import ir_worker, peak_worker, plan, selftest_task, selftest_worker
+from stackwars.runner import ir_worker, plan
 from stackwars.runner.protocol import CellSpec, Request
-from stackwars.service import api
 from stackwars.timing.timer import TimingConfig
 from stackwars.workloads.models import SPECS, memory
 from stackwars.workloads.models.adapter import config_for, runner_module
@@ -213,9 +215,9 @@ def test_the_fake_framework_is_selftested(
         return StackResult(str(stack), "ok")
 
     monkeypatch.setattr(selftest_task, "run_selftest_worker", worker)
-    on_gpu = api.selftest_stack(Stack(fake.NAME, "eager"), "gpu", 10.0)
+    on_gpu = selftest_task.selftest_stack(Stack(fake.NAME, "eager"), "gpu", 10.0)
     assert (on_gpu.status, on_gpu.reason) == ("unsupported", "fakenp:eager runs on cpu, not gpu")
-    assert api.selftest_stack(Stack(fake.NAME, "traced"), "cpu", 10.0).status == "ok"
+    assert selftest_task.selftest_stack(Stack(fake.NAME, "traced"), "cpu", 10.0).status == "ok"
     assert started == ["fakenp:traced"]
     # What the worker then does, in process: the framework's own step, chained and timed.
     framework = fake.FakeFramework()

@@ -15,6 +15,7 @@ import pytest
 
 from stackwars.commands.options import EXIT_UNDERPOWERED, gate_exit
 from stackwars.errors import UsageError
+from stackwars.instruments.ab import service as ab
 from stackwars.report.comparison import COMPARISON_FORMAT, comparison_json, comparison_markdown
 from stackwars.results.comparison import (
     FAIL,
@@ -30,7 +31,7 @@ from stackwars.results.comparison import (
 )
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Steady
-from stackwars.service import ab, stored
+from stackwars.service import stored
 from stackwars.timing.compare import (
     DEFAULT_RUN_DRIFT,
     DEFAULT_RUN_DRIFT_DF,
@@ -305,7 +306,7 @@ def test_runs_as_units_count_the_run_to_run_spread() -> None:
 
 
 COMPARISON_SCHEMA = json.loads(
-    (Path(ab.__file__).parents[1] / "results" / "comparison.schema.json").read_text("utf-8")
+    (Path(stored.__file__).parents[1] / "results" / "comparison.schema.json").read_text("utf-8")
 )
 
 

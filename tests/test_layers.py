@@ -1,5 +1,6 @@
-"""The package's layers: cli -> commands -> api -> {runner, report} -> results -> the
-foundations, with nothing pointing up (read from the import statements of every module)."""
+"""The package's layers: cli -> commands -> service -> {runner, report} -> results -> the
+foundations, with nothing pointing up (read from the import statements of every module); and
+the instruments beside them, each a folder whose files take the layer of their role."""
 
 from __future__ import annotations
 
@@ -8,40 +9,96 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "stackwars"
-# Top-level module or subpackage -> layer; a module imports only from lower layers or from
-# its own subpackage. The package's __init__ (the public facade) may re-export any layer.
+INSTRUMENTS = PACKAGE / "instruments"
+# The core: top-level module or subpackage -> layer; a module imports only from lower layers or
+# from its own subpackage. The package's __init__ (the public facade) may re-export any layer.
 LAYERS = {
     "errors": 0,
     "version": 0,
+    "instruments": 0,  # its __init__ only, which imports nothing
     "frameworks": 1,
     "timing": 1,
     "config": 2,
     "workloads": 2,
     "ir": 2,
     "suites": 2,
-    "probes": 2,
     "results": 3,
     "suite_files": 3,
-    "claims": 3,
     "profiling": 3,
     "runner": 4,
     "report": 4,
     "service": 6,
-    # stackwars bisect composes the service layer's environments and A/B rounds, and is
-    # registered by the commands: one folder of its own between them.
-    "bisect": 8,
     "commands": 9,
     "cli": 10,
     "__main__": 11,
-    "ab_worker": 11,
+}
+# An instrument's file (stackwars/instruments/<instrument>/<role>.py, or a folder of a role)
+# takes the layer of its role, the layer that role has in the core.
+ROLES = {
+    "probes": 2,  # behave's probes: written per framework, like workloads
+    # What an instrument computes and keeps, as results/ does: data, pure decisions.
+    "data": 3,
+    "spec": 3,
+    "files": 3,
+    "line": 3,
+    "verdict": 3,
+    "plan": 3,
+    "search": 3,
+    # The runner's side: a worker and its parent half, the parent's predictions.
+    "task": 4,
+    "worker": 4,
+    "predict": 4,
+    "render": 4,  # the report's side
+    "service": 6,
+    "command": 9,
+    "side": 11,  # ab's side worker: an entry point like __main__, it runs the whole CLI
+}
+RUNNER_SIDE = {"runner", "task", "worker", "predict"}
+REPORT_SIDE = {"report", "render"}
+# The core never needs an instrument, except where a core command or the report shows what an
+# instrument keeps: show and export read a behave run, env --peak measures the peak, run
+# --find-max-batch and --profile are run's options, and claims are stored with their run (show
+# and the report list them). A new instrument adds nothing here.
+CORE_USES = {
+    "commands/listing.py": {"peak"},
+    "commands/results.py": {"behave"},
+    "commands/run.py": {"maxbatch", "profile"},
+    "report/claims.py": {"claims"},
+    "report/html/data.py": {"claims"},
+    "report/html/layout.py": {"claims"},
 }
 
 
-def part_of(path: Path) -> str:
-    return path.relative_to(PACKAGE).with_suffix("").parts[0]
+def unit(path: Path) -> tuple[str, str]:
+    """(instrument, role) for an instrument's file, ("", part) for the core's."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    if parts[0] != "instruments" or len(parts) == 2:
+        return "", parts[0]
+    role = parts[2] if parts[2] in ROLES else parts[-1]
+    return parts[1], role
 
 
-def imported_parts(path: Path) -> set[str]:
+def layer(of: tuple[str, str]) -> int:
+    instrument, name = of
+    return ROLES[name] if instrument else LAYERS[name]
+
+
+def side(of: tuple[str, str]) -> str:
+    return "runner" if of[1] in RUNNER_SIDE else "report" if of[1] in REPORT_SIDE else ""
+
+
+def module_unit(module: str) -> tuple[str, str]:
+    """The unit of a dotted module name (``stackwars.instruments.ab.bisect.render``)."""
+    parts = module.split(".")[1:]
+    if parts[0] != "instruments" or len(parts) == 1:
+        return "", parts[0]
+    if len(parts) == 2:  # the instrument's package itself
+        return parts[1], "__init__"
+    role = parts[2] if parts[2] in ROLES else parts[-1]
+    return parts[1], role
+
+
+def imported_modules(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -52,36 +109,98 @@ def imported_parts(path: Path) -> set[str]:
                 # The package's own attributes (__version__) belong to no layer.
                 names = [alias.name for alias in node.names if not alias.name.startswith("__")]
                 modules = [f"stackwars.{name}" for name in names]
+            elif node.module.startswith("stackwars.instruments"):
+                # ``from stackwars.instruments.ab import service``: a module, by its name.
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+                modules = [n for n in names if _is_module(n)] or modules
         else:
             continue
-        found.update(name.split(".")[1] for name in modules if name.startswith("stackwars."))
+        found.update(name for name in modules if name.startswith("stackwars."))
     return found
+
+
+def _is_module(name: str) -> bool:
+    relative = PACKAGE.joinpath(*name.split(".")[1:])
+    return relative.with_suffix(".py").exists() or relative.is_dir()
+
+
+def imported_parts(path: Path) -> set[str]:
+    return {name.split(".")[1] for name in imported_modules(path)}
+
+
+def modules() -> list[Path]:
+    return [path for path in sorted(PACKAGE.rglob("*.py")) if path != PACKAGE / "__init__.py"]
+
+
+def edge_violation(path: Path, module: str) -> str:
+    """Why ``path`` may not import ``module`` ("" when it may)."""
+    source, target = unit(path), module_unit(module)
+    if source == target or (not source[0] and not target[0] and source[1] == target[1]):
+        return ""
+    if target[1] == "__init__":
+        return "an instrument's package holds nothing to import"
+    if source[0] and target[0] and source[0] != target[0]:
+        return "an instrument never imports another"
+    if not source[0] and target[0]:
+        relative = path.relative_to(PACKAGE).as_posix()
+        if target[0] not in CORE_USES.get(relative, set()):
+            return "the core imports an instrument only where CORE_USES says why"
+    if {side(source), side(target)} == {"runner", "report"}:
+        return "runner and report never import each other"
+    # An instrument's role builds on the core's layer of that role (its service on the service
+    # layer's modules, its command on the shared options) and on its own roles of that layer.
+    level = source[0] and (target[0] == source[0] or not target[0])
+    if layer(target) > layer(source) or (layer(target) == layer(source) and not level):
+        return "it points up or sideways"
+    return ""
 
 
 def violations() -> list[str]:
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if path == PACKAGE / "__init__.py":
-            continue
-        part = part_of(path)
-        for imported in imported_parts(path) - {part}:
-            if LAYERS[imported] >= LAYERS[part]:
-                found.append(f"{path.relative_to(PACKAGE)} ({part}) imports {imported}")
+    for path in modules():
+        for module in sorted(imported_modules(path)):
+            why = edge_violation(path, module)
+            if why:
+                found.append(f"{path.relative_to(PACKAGE)} imports {module}: {why}")
     return found
+
+
+def package_cycles() -> list[list[str]]:
+    """Cycles between packages: each core package, and each role of each instrument."""
+    graph: dict[str, set[str]] = {}
+    name = "{0[0]}.{0[1]}".format
+    for path in modules():
+        here = name(unit(path))
+        for module in imported_modules(path):
+            there = name(module_unit(module))
+            if there != here:
+                graph.setdefault(here, set()).add(there)
+    cycles, done = [], set()
+
+    def visit(node: str, trail: list[str]) -> None:
+        if node in trail:
+            cycles.append(trail[trail.index(node) :])
+            return
+        if node in done:
+            return
+        for after in sorted(graph.get(node, ())):
+            visit(after, [*trail, node])
+        done.add(node)
+
+    for node in sorted(graph):
+        visit(node, [])
+    return cycles
 
 
 # Within the service package: each module imports only from the ones below it.
 SERVICE_LAYERS = {
     "stored": 0,
     "choices": 0,
-    "instruments": 0,
+    "machine": 0,
     "environments": 0,
     "api": 1,
     "inprocess": 1,
-    "behave": 1,
     "adaptive": 2,
-    "ab": 2,
-    "claimcheck": 3,
 }
 
 
@@ -113,26 +232,59 @@ def test_the_service_modules_import_only_downward() -> None:
     assert service_violations() == []
 
 
-def test_every_module_has_a_layer() -> None:
-    parts = {part_of(path) for path in PACKAGE.rglob("*.py") if path != PACKAGE / "__init__.py"}
-    assert parts == set(LAYERS)
+def test_every_module_has_a_layer_or_a_role() -> None:
+    for path in modules():
+        instrument, name = unit(path)
+        if path.name == "__init__.py" and instrument and path.parent.name not in ROLES:
+            continue  # an instrument's package: checked to import nothing below
+        assert name in (ROLES if instrument else LAYERS), path.relative_to(PACKAGE)
+    assert {unit(path)[1] for path in modules() if not unit(path)[0]} == set(LAYERS)
 
 
-def test_nothing_imports_upward_or_sideways() -> None:
+def test_an_instruments_packages_import_nothing() -> None:
+    inits = [p for p in INSTRUMENTS.rglob("__init__.py") if p.parent.name not in ROLES]
+    assert inits
+    assert [p for p in inits if imported_modules(p)] == []
+
+
+def test_nothing_imports_upward_sideways_or_across_instruments() -> None:
     assert violations() == []
 
 
+def test_the_core_uses_of_instruments_are_all_still_needed() -> None:
+    used = {
+        path.relative_to(PACKAGE).as_posix(): {module_unit(m)[0] for m in imported_modules(path)}
+        for path in modules()
+        if not unit(path)[0]
+    }
+    assert {path: used[path] - {""} for path in CORE_USES} == CORE_USES
+
+
+def test_no_cycle_between_packages() -> None:
+    assert package_cycles() == []
+
+
+def test_the_check_sees_an_instrument_use_another(tmp_path: Path) -> None:
+    ir = INSTRUMENTS / "ir" / "command.py"
+    assert edge_violation(ir, "stackwars.instruments.behave.data")
+    assert edge_violation(ir, "stackwars.instruments.ir.service") == ""
+    render = INSTRUMENTS / "behave" / "render.py"
+    assert edge_violation(render, "stackwars.instruments.behave.task")
+    assert edge_violation(render, "stackwars.instruments.behave.service")
+    assert edge_violation(PACKAGE / "runner" / "plan.py", "stackwars.instruments.ir.service")
+
+
 def test_no_command_imports_another() -> None:
-    """A command module may import the shared options (commands/options.py), no other."""
-    commands = PACKAGE / "commands"
-    for path in commands.glob("*.py"):
+    """A command module may import the shared options (commands/options.py), no other; an
+    instrument's command imports no other command."""
+    commands = [*(PACKAGE / "commands").glob("*.py"), *INSTRUMENTS.rglob("command.py")]
+    for path in commands:
         if path.name == "__init__.py":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                shared = node.module == "stackwars.commands.options"
-                assert shared or not node.module.startswith("stackwars.commands"), path.name
+        for module in imported_modules(path):
+            shared = module == "stackwars.commands.options"
+            other = module.startswith("stackwars.commands") or module.endswith(".command")
+            assert shared or not other, path
 
 
 def test_the_check_reads_both_import_forms(tmp_path: Path) -> None:
@@ -141,12 +293,12 @@ def test_the_check_reads_both_import_forms(tmp_path: Path) -> None:
     assert imported_parts(upward) == {"service", "report"}
 
 
-PUBLIC_SERVICE = {"api", "environments", "inprocess", "behave", "adaptive", "ab", "claimcheck"}
+PUBLIC_SERVICE = {"api", "environments", "inprocess", "adaptive"}
 
 
 def test_commands_use_only_the_service_layers_public_modules() -> None:
     found = []
-    for path in sorted((PACKAGE / "commands").glob("*.py")):
+    for path in sorted([*(PACKAGE / "commands").glob("*.py"), *INSTRUMENTS.rglob("command.py")]):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module == "stackwars.service":
                 names = {alias.name for alias in node.names}
@@ -156,7 +308,9 @@ def test_commands_use_only_the_service_layers_public_modules() -> None:
                 names = {(node.module or "").split(".")[2]}
             else:
                 continue
-            found += [f"commands/{path.name} imports {name}" for name in names - PUBLIC_SERVICE]
+            found += [
+                f"{path.relative_to(PACKAGE)} imports {name}" for name in names - PUBLIC_SERVICE
+            ]
     assert found == []
 
 
@@ -184,24 +338,37 @@ def test_nothing_inside_imports_the_package_root() -> None:
 # upward ones allowed, and only into these packages.
 STRING_EDGES_ALLOWED = {"frameworks": {"frameworks", "ir", "profiling"}}
 NAMED_MODULE = re.compile(r"""["'](stackwars\.[a-z_.]+):[A-Za-z_]+["']""")
+# A worker started by its module's name (run_child("stackwars.runner.worker", ...)).
+WORKER_MODULE = re.compile(r"""["'](stackwars\.[a-z_.]*(?:worker|side))["']""")
 
 
 def named_modules() -> dict[str, set[str]]:
     """Per package, the modules its files name in "module:function" strings."""
     found: dict[str, set[str]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in modules():
         for module in NAMED_MODULE.findall(path.read_text(encoding="utf-8")):
-            found.setdefault(part_of(path), set()).add(module)
+            found.setdefault(unit(path)[1], set()).add(module)
     return found
 
 
 def test_modules_named_in_strings_exist_and_point_only_where_allowed() -> None:
     named = named_modules()
     assert named, "the registry names its workers' code"
-    for part, modules in named.items():
-        targets = {module.split(".")[1] for module in modules}
+    for part, names in named.items():
+        targets = {module.split(".")[1] for module in names}
         upward = {t for t in targets if LAYERS[t] > LAYERS[part]}
         assert upward <= STRING_EDGES_ALLOWED.get(part, set()), (part, upward)
-        for module in modules:
-            relative = Path(*module.split(".")[1:])
-            assert PACKAGE.joinpath(relative).with_suffix(".py").exists(), module
+        for module in names:
+            assert _is_module(module), module
+
+
+def test_every_worker_started_by_name_exists_in_the_starters_instrument_or_the_core() -> None:
+    started = {
+        (path, module)
+        for path in modules()
+        for module in WORKER_MODULE.findall(path.read_text(encoding="utf-8"))
+    }
+    assert len(started) >= 10, started
+    for path, module in started:
+        assert _is_module(module), (path, module)
+        assert module_unit(module)[0] in ("", unit(path)[0]), (path, module)

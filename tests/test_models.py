@@ -92,7 +92,7 @@ def test_gpt_neo_inference_is_predicted_to_fit_this_machine(stack: str) -> None:
 
 
 def test_find_max_batch_is_the_largest_batch_whose_prediction_fits() -> None:
-    from stackwars.runner.maxbatch import max_batch
+    from stackwars.instruments.maxbatch.predict import max_batch
 
     spec = full("gpt2-small", "jax:jit", task="train")
     budget = 8 * GIB

@@ -1,4 +1,4 @@
-"""The machine's peak (results/peak.py, runner/peak.py, runner/peak_worker.py) and the
+"""The machine's peak (results/peak.py, instruments/peak/task.py and worker.py) and the
 roofline placement of cells (results/roofline.py), on hand-made peaks and cells with known
 answers."""
 
@@ -15,7 +15,10 @@ from typing import Any
 import psutil
 import pytest
 
-from stackwars.report.peak import peak_rows
+from stackwars.instruments.peak.render import peak_rows
+from stackwars.instruments.peak.task import best_of, measure_peak
+from stackwars.instruments.peak.worker import DTYPES, recorded, require_dtype
+from stackwars.instruments.peak.worker import libraries as peak_libraries
 from stackwars.report.roofline import format_roofline
 from stackwars.report.table import NO_PEAK_NOTE, build_tables
 from stackwars.results.peak import (
@@ -36,9 +39,6 @@ from stackwars.results.roofline import (
     roofline_fraction,
 )
 from stackwars.results.schema import Cell, Parity, Steady, WorkCounts
-from stackwars.runner.peak import best_of, measure_peak
-from stackwars.runner.peak_worker import DTYPES, recorded, require_dtype
-from stackwars.runner.peak_worker import libraries as peak_libraries
 
 MACHINE = {
     "cpu_model": "AMD EPYC",
@@ -259,7 +259,8 @@ def test_worker_records_failures_and_refuses_a_silent_dtype_change() -> None:
 def test_peak_modules_import_no_framework() -> None:
     probe = (
         "import json, sys\n"
-        "import stackwars.runner.peak, stackwars.report.roofline, stackwars.runner.peak_worker\n"
+        "import stackwars.instruments.peak.task, stackwars.instruments.peak.worker\n"
+        "import stackwars.report.roofline\n"
         "from stackwars.frameworks import FRAMEWORKS\n"
         "print(json.dumps(sorted(i.import_name for i in FRAMEWORKS.values()"
         " if i.import_name in sys.modules)))"

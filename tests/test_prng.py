@@ -11,15 +11,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stackwars import probes, workloads
+from stackwars import workloads
 from stackwars.frameworks.base import RunSettings
 from stackwars.frameworks.numpy import NumpyFramework
-from stackwars.probes import NEW, SAME
+from stackwars.instruments.behave import probes
+from stackwars.instruments.behave.probes import NEW, SAME
+from stackwars.instruments.behave.service import behave
+from stackwars.instruments.behave.worker import draws_relation, observe_draws
 from stackwars.runner import parity
-from stackwars.runner.behave_worker import draws_relation, observe_draws
 from stackwars.runner.protocol import CellSpec, Request
 from stackwars.runner.worker import CellRun
-from stackwars.service.behave import behave
 from stackwars.timing.timer import TimingConfig
 
 PRNG = ["prng-seed-twice", "prng-processes", "prng-draw-twice", "prng-generator", "prng-split"]

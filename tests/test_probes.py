@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stackwars import probes
 from stackwars.frameworks.numpy import NumpyFramework
 from stackwars.frameworks.tensorflow import _AUTOGRAPH, TensorflowFramework
 from stackwars.frameworks.torch import TorchFramework
-from stackwars.report.behave import STYLES
-from stackwars.runner import behave_worker
-from stackwars.runner.behave_worker import _call_lines, _classify, _exception_line, answer
-from stackwars.service.behave import behave
+from stackwars.instruments.behave import probes
+from stackwars.instruments.behave import worker as behave_worker
+from stackwars.instruments.behave.render import STYLES
+from stackwars.instruments.behave.service import behave
+from stackwars.instruments.behave.worker import _call_lines, _classify, _exception_line, answer
 
 NEW_PROBES = (
     "setitem-input",

@@ -17,13 +17,14 @@ from rich.console import Console
 
 from stackwars.frameworks import FRAMEWORKS, all_stacks
 from stackwars.frameworks.base import RunSettings
+from stackwars.instruments.profile import worker as profile_worker
 from stackwars.ir.hlo import instructions
 from stackwars.profiling import analyse, categories, profile_jax, profile_tensorflow, profile_torch
 from stackwars.profiling.capture import no_profiler_reason, profiler
 from stackwars.profiling.result import AddsUp, Profile
 from stackwars.profiling.trace import CALL_ANNOTATION, OpEvent, Trace
 from stackwars.report import profile as render
-from stackwars.runner import profile_worker, worker
+from stackwars.runner import worker
 from stackwars.runner.protocol import CellSpec, Request
 from stackwars.timing.timer import TimingConfig
 

@@ -9,8 +9,8 @@ import argparse
 import pytest
 
 from stackwars.cli import build_parser
-from stackwars.commands.profile import options_of
 from stackwars.errors import UsageError
+from stackwars.instruments.profile.command import options_of
 
 
 def parsed(*extra: str) -> argparse.Namespace:

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from stackwars.config import RunOptions
+from stackwars.instruments.profile.service import profile_cells
+from stackwars.instruments.profile.task import profile_stack
 from stackwars.profiling.categories import CATEGORIES, ELEMENTWISE, MATMUL
 from stackwars.profiling.result import Profile
-from stackwars.service import api
 from stackwars.timing.timer import TimingConfig
 
 # Serial: each case checks the profiler's call windows against the host clock (within 10 % or
@@ -53,8 +54,8 @@ OPTIONS = RunOptions(
 
 
 def profile(workload: str, params: tuple[str, ...], stack: str, out: Path) -> Profile:
-    (spec,) = api.profile_cells(workload, params, stack)
-    return api.profile_stack(spec, OPTIONS, out, CALLS)
+    (spec,) = profile_cells(workload, params, stack)
+    return profile_stack(spec, OPTIONS, out, CALLS)
 
 
 def read_trace(path: Path) -> dict[str, object]:

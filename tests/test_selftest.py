@@ -12,16 +12,16 @@ from typing import Any, TypeVar
 
 import pytest
 
-from stackwars.commands import selftest as command
 from stackwars.errors import UsageError
 from stackwars.frameworks import Stack, all_stacks, missing_reason
 from stackwars.frameworks.base import Framework, RunSettings
 from stackwars.frameworks.jax import JaxFramework
 from stackwars.frameworks.numpy import NumpyFramework
-from stackwars.results.selftest import Check, StackResult
-from stackwars.runner import selftest_task, selftest_worker
-from stackwars.runner.selftest_worker import run_checks, run_request
-from stackwars.service import api
+from stackwars.instruments.selftest import command
+from stackwars.instruments.selftest import task as selftest_task
+from stackwars.instruments.selftest import worker as selftest_worker
+from stackwars.instruments.selftest.data import Check, StackResult
+from stackwars.instruments.selftest.worker import run_checks, run_request
 
 F = TypeVar("F", bound=Framework)
 # Small enough that the work a broken sync leaves running stays short.
@@ -180,7 +180,7 @@ def test_exit_status_is_1_when_a_check_fails(
         "numpy:eager": StackResult("numpy:eager", "ok", "", [PASSED, NOT_APPLICABLE]),
         "jax:jit": StackResult("jax:jit", "ok", "", [PASSED, CHAIN_FAILED]),
     }
-    monkeypatch.setattr(api, "selftest_stack", canned(results))
+    monkeypatch.setattr(command, "selftest_stack", canned(results))
     assert command.selftest(arguments("numpy,jax:jit"), []) == command.EXIT_FAILED
     out = capsys.readouterr().out
     assert f"FAILED: jax:jit chain: {CHAIN_FAILED.message}" in out
@@ -195,7 +195,7 @@ def test_exit_status_is_0_when_every_check_passes_or_does_not_apply(
         "numpy:eager": StackResult("numpy:eager", "ok", "", [PASSED, NOT_APPLICABLE]),
         "tensorflow:eager": StackResult("tensorflow:eager", "unsupported", hint),
     }
-    monkeypatch.setattr(api, "selftest_stack", canned(results))
+    monkeypatch.setattr(command, "selftest_stack", canned(results))
     assert command.selftest(arguments("numpy,tensorflow:eager"), []) == 0
     out = capsys.readouterr().out
     assert "FAILED" not in out
@@ -209,12 +209,12 @@ def test_a_missing_framework_is_unsupported_without_a_worker(
         raise AssertionError(f"a worker was started for {stack}")
 
     monkeypatch.setattr(selftest_task, "run_selftest_worker", no_worker)
-    on_gpu = api.selftest_stack(Stack("numpy", "eager"), "gpu", 10.0)
+    on_gpu = selftest_task.selftest_stack(Stack("numpy", "eager"), "gpu", 10.0)
     assert (on_gpu.status, on_gpu.reason) == ("unsupported", "numpy:eager runs on cpu, not gpu")
     monkeypatch.setattr(
         selftest_task, "stack_problem", lambda stack: f"{stack.partition(':')[0]} is missing"
     )
-    result = api.selftest_stack(Stack("torch", "eager"), "cpu", 10.0)
+    result = selftest_task.selftest_stack(Stack("torch", "eager"), "cpu", 10.0)
     assert (result.status, result.reason, result.failures()) == (
         "unsupported",
         "torch is missing",
@@ -246,7 +246,7 @@ def test_without_a_terminal_each_stack_ends_with_a_progress_line_on_stderr(
         "numpy:eager": StackResult("numpy:eager", "ok", "", [PASSED, NOT_APPLICABLE]),
         "jax:jit": StackResult("jax:jit", "ok", "", [PASSED, CHAIN_FAILED]),
     }
-    monkeypatch.setattr(api, "selftest_stack", canned(results))
+    monkeypatch.setattr(command, "selftest_stack", canned(results))
     command.selftest(arguments("numpy,jax:jit"), [])
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(" (")[0] for line in lines] == [

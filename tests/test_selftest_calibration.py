@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from stackwars.frameworks.base import Framework, RunSettings
-from stackwars.runner import selftest_worker
-from stackwars.runner.selftest_worker import (
+from stackwars.instruments.selftest import worker as selftest_worker
+from stackwars.instruments.selftest.worker import (
     ACCELERATOR_MAX_N,
     MAX_N,
     MIN_ACCELERATOR_CALL_S,

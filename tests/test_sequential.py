@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from stackwars.instruments.ab import service as ab
 from stackwars.results.comparison import FAIL, PASS, UNDERPOWERED, Gate, compare_rounds, decide
 from stackwars.results.schema import Cell, Steady
-from stackwars.service import ab
 from stackwars.timing.family import holm
 from stackwars.timing.sequential import (
     Looks,

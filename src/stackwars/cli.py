@@ -1,5 +1,5 @@
 """The ``stackwars`` command: the root parser and dispatch only; each command's arguments are
-its ``commands/`` module's (``commands.COMMANDS``).
+its command module's, found by ``commands.discover``.
 
 Exit status: 0 when every cell ran, whatever its status (failures are data); 1 with
 ``--strict`` when a cell is not ok; 2 on bad input (a bare ``stackwars`` too: it prints the
@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"stackwars {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for add in commands.COMMANDS:
+    for add in commands.discover():
         add(subparsers)
     return parser
 

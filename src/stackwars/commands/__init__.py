@@ -1,51 +1,63 @@
-"""The commands of ``stackwars``. Each module here owns its commands: ``add_<command>`` defines
-the command's arguments and help and names its handler (``set_defaults(handler=...)``), which
-takes the parsed arguments and returns the exit status. Options several commands share are
-``options.py``'s. A new command is its module, its line in ``COMMANDS`` and its test."""
+"""The commands of ``stackwars``, found rather than listed (as asv finds its commands): every
+module here but ``options.py``, and every ``command.py`` under ``stackwars/instruments/``,
+declares ``COMMANDS``, its commands as ``(place in --help, add_<command>)``. ``add_<command>``
+defines the command's arguments and help and names its handler (``set_defaults(handler=...)``),
+which takes the parsed arguments and returns the exit status. Options several commands share
+are ``options.py``'s. A new command is its module (an instrument's: its folder) and its test;
+nothing here names it.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
 
-from stackwars.bisect import command as bisect
-from stackwars.commands import (
-    ab,
-    behave,
-    claims,
-    compare,
-    history,
-    ir,
-    listing,
-    profile,
-    report,
-    results,
-    run,
-    selftest,
-)
+from stackwars import instruments
 from stackwars.commands.options import Subparsers
 
 Handler = Callable[[argparse.Namespace, list[str]], int]
+Adder = Callable[[Subparsers], None]
 
-# In the order ``stackwars --help`` lists them.
-COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
-    run.add_run,
-    listing.add_list,
-    listing.add_env,
-    run.add_rerun,
-    behave.add_behave,
-    claims.add_claims,
-    claims.add_claim,
-    results.add_runs,
-    results.add_show,
-    results.add_export,
-    results.add_import,
-    compare.add_compare,
-    history.add_history,
-    report.add_report,
-    ir.add_ir,
-    ab.add_ab,
-    bisect.add_bisect,
-    profile.add_profile,
-    selftest.add_selftest,
-)
+# Modules here that hold no command.
+_SHARED = {"options"}
+
+
+def _instrument_commands(folders: list[str], prefix: str) -> Iterator[str]:
+    """The ``command`` modules under ``folders``, walked on disk so that only they (and their
+    packages) are imported, never an instrument's workers."""
+    for info in pkgutil.iter_modules(folders):
+        if info.ispkg:
+            inner = [str(Path(folder) / info.name) for folder in folders]
+            yield from _instrument_commands(
+                [f for f in inner if Path(f).is_dir()], f"{prefix}{info.name}."
+            )
+        elif info.name == "command":
+            yield f"{prefix}{info.name}"
+
+
+def command_modules() -> list[ModuleType]:
+    """This package's command modules, then every instrument's."""
+    here = [
+        f"{__name__}.{info.name}"
+        for info in pkgutil.iter_modules(__path__)
+        if info.name not in _SHARED
+    ]
+    names = here + sorted(
+        _instrument_commands(list(instruments.__path__), "stackwars.instruments.")
+    )
+    return [importlib.import_module(name) for name in names]
+
+
+def discover() -> list[Adder]:
+    """Every command's ``add_<command>``, in the order ``stackwars --help`` lists them."""
+    found: list[tuple[int, Adder]] = []
+    for module in command_modules():
+        found += module.COMMANDS
+    places = [place for place, _ in found]
+    duplicated = {place for place in places if places.count(place) > 1}
+    assert not duplicated, f"two commands claim --help's place {sorted(duplicated)}"
+    return [add for _, add in sorted(found, key=lambda pair: pair[0])]

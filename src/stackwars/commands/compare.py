@@ -102,3 +102,7 @@ def append_github_summary(markdown: str) -> str:
     with Path(path).open("a", encoding="utf-8") as summary:
         summary.write(markdown + "\n")
     return f"comparison appended to the job summary ({path})"
+
+
+# Where each command stands in ``stackwars --help`` (commands/__init__.py finds them).
+COMMANDS = ((120, add_compare),)

@@ -51,3 +51,7 @@ def history(args: argparse.Namespace, argv: list[str]) -> int:
     if args.json:
         write_atomically(Path(args.json), json.dumps(history_file(data), indent=1))
     return 0
+
+
+# Where each command stands in ``stackwars --help`` (commands/__init__.py finds them).
+COMMANDS = ((130, add_history),)

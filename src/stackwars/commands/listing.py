@@ -16,9 +16,10 @@ from stackwars.frameworks import (
     installed_version,
     stack_missing_reason,
 )
+from stackwars.instruments.peak.render import peak_rows
+from stackwars.instruments.peak.service import measure_and_store_peak
 from stackwars.report.console import progress, report_console, warn
 from stackwars.report.env import render_env
-from stackwars.report.peak import peak_rows
 from stackwars.results import metadata
 from stackwars.runner import plan
 from stackwars.service import api
@@ -132,7 +133,7 @@ def env(args: argparse.Namespace, argv: list[str]) -> int:
             f"measuring this machine's peak on {device} (GEMM per library, STREAM); "
             "~4 minutes on the cpu"
         )
-        _, path = api.measure_and_store_peak(device=device)
+        _, path = measure_and_store_peak(device=device)
         console.print(f"stored in {path}")
     console.print(environment_table(service_environments.states()))
     stored, stale = api.usable_peak(metadata.machine_info(), device)
@@ -186,3 +187,7 @@ def env_remove(args: argparse.Namespace, argv: list[str]) -> int:
     folder = service_environments.remove(args.name)
     report_console().print(f"removed {folder}")
     return 0
+
+
+# Where each command stands in ``stackwars --help`` (commands/__init__.py finds them).
+COMMANDS = ((20, add_list), (30, add_env))

@@ -144,3 +144,7 @@ def _captures(runs: list[Run], db: str | None) -> dict[str, dict[str, dict[str, 
         return {}
     stored = set(results.run_ids())
     return {run.id: results.captures(run.id) for run in runs if run.id in stored}
+
+
+# Where each command stands in ``stackwars --help`` (commands/__init__.py finds them).
+COMMANDS = ((140, add_report),)

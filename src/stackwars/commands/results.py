@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from stackwars.commands.options import Subparsers, add_db, add_verdict_options, gate_exit
-from stackwars.report.behave import behave_report
+from stackwars.instruments.behave.data import outcome_from_dict
+from stackwars.instruments.behave.render import behave_report
 from stackwars.report.claims import claim_results, claims_markdown, claims_table
 from stackwars.report.comparison import comparison_report
 from stackwars.report.console import report_console, warn
@@ -21,7 +22,6 @@ from stackwars.report.signals import signals_table, speed_mode_table
 from stackwars.report.table import build_tables, failure_details, render_markdown, render_rich
 from stackwars.report.variants import variants_table
 from stackwars.results.aggregate import merge_repeats
-from stackwars.results.behave import outcome_from_dict
 from stackwars.results.comparison import Gate, decide
 from stackwars.results.crossover import crossovers, find_sweeps
 from stackwars.results.jsonio import dump, write_atomically
@@ -174,3 +174,7 @@ def import_run(args: argparse.Namespace, argv: list[str]) -> int:
         f"imported run {record.id} ({len(record.cells)} cells) into {store_path}"
     )
     return 0
+
+
+# Where each command stands in ``stackwars --help`` (commands/__init__.py finds them).
+COMMANDS = ((80, add_runs), (90, add_show), (100, add_export), (110, add_import))

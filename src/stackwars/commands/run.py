@@ -16,10 +16,12 @@ from stackwars.commands.options import (
 from stackwars.config import CACHE_MODES, INPUT_MODES, RunOptions
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stacks
+from stackwars.instruments.maxbatch.render import max_batch_table
+from stackwars.instruments.maxbatch.service import max_batches
+from stackwars.instruments.profile.task import profile_run
 from stackwars.report import profile as render
 from stackwars.report.console import report_console, warn
 from stackwars.report.derived import derived_tables, second_look_line
-from stackwars.report.maxbatch import max_batch_table
 from stackwars.report.progress import Progress
 from stackwars.report.table import build_tables, render_markdown, render_rich, status_counts
 from stackwars.results.aggregate import merge_repeats
@@ -299,7 +301,7 @@ def measure(args: argparse.Namespace) -> api.Measure:
 def run(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
     if args.find_max_batch and not args.resume:
-        answers, options = api.max_batches(selection(args), measure(args))
+        answers, options = max_batches(selection(args), measure(args))
         console.print(
             max_batch_table(
                 answers, options.memory_budget, options.device, options.device_memory_budget
@@ -452,11 +454,13 @@ def profile_after_run(
         def progress(label: str, text: str) -> None:
             status.update(f"profiling {label}: {text}")
 
-        profiles = api.profile_run(
-            record, options, results, root, stacks=stacks, on_progress=progress
-        )
+        profiles = profile_run(record, options, results, root, stacks=stacks, on_progress=progress)
     if json_path:
         record.write_json(json_path)
     for shown in render.after_run(profiles):
         console.print(shown, highlight=False)
     console.print(f"{len(profiles)} profile(s) stored with run {record.id}")
+
+
+# Where each command stands in ``stackwars --help`` (commands/__init__.py finds them).
+COMMANDS = ((10, add_run), (40, add_rerun))

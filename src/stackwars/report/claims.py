@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from stackwars.claims.verdict import FAILS, HOLDS, INCONCLUSIVE, VERDICTS, ClaimResult
+from stackwars.instruments.claims.verdict import FAILS, HOLDS, INCONCLUSIVE, VERDICTS, ClaimResult
 from stackwars.results.run import Run
 
 COLUMNS = ("Claim", "Statement", "Measured (95% interval)", "Verdict", "Why", "Quote", "Note")

@@ -1,8 +1,9 @@
 """This machine's practical limits as data: GEMM FLOP/s per dtype and STREAM triad bandwidth.
 
-Measured once (``runner/peak.py``), stored in a JSON file (``save_peak``/``load_peak``) and
-used by ``results/roofline.py`` to place every cell under the roofline. A stored peak belongs
-to one machine: ``stale_reason`` says when it was measured elsewhere and must not be used.
+Measured once (``instruments/peak/task.py``), stored in a JSON file (``save_peak``/
+``load_peak``) and used by ``results/roofline.py`` to place every cell under the roofline. A
+stored peak belongs to one machine: ``stale_reason`` says when it was measured elsewhere and
+must not be used.
 
 History of PEAK_VERSION:
 

@@ -22,7 +22,7 @@ History of SCHEMA_VERSION:
   ignore it); run ``kind`` (``timing``, or ``behave``: a ``stackwars behave`` run, whose file
   holds ``outcomes``, one per probe and stack, instead of ``cells``); (2026-11-24) run
   ``claims`` (``stackwars claims``: each claim checked with the run, its value, interval and
-  verdict, ``claims/verdict.py``); (2026-11-25) ``memory.device_reserved_bytes`` and
+  verdict, ``instruments/claims/verdict.py``); (2026-11-25) ``memory.device_reserved_bytes`` and
   ``memory.device_limit_bytes`` (the allocator's pool and its limit), cell
   ``settings.device_memory_stats`` (the framework's own statistics they come from),
   ``memory.predicted_device_bytes`` (the plan's prediction for an accelerator cell), run

@@ -14,7 +14,8 @@ History of STORE_VERSION (the layout of the tables, apart from the JSON they hol
 * 4 (2026-11-23): table outcomes, what each probe did on each stack in a ``stackwars behave``
   run (a run of kind ``behave``: it has outcomes, no cells).
 * 5 (2026-11-24): table claims, each claim a ``stackwars claims`` run checked: its statement,
-  value, interval and verdict (``claims/verdict.py``, ``ClaimResult``), stored after the cells.
+  value, interval and verdict (``instruments/claims/verdict.py``, ``ClaimResult``), stored
+  after the cells.
 * 6 (2026-11-25): table profiles, each a cell of the run profiled after its timed cells
   (``run --profile``: ``profiling.result.Profile``), stored as each profile worker ends.
 """

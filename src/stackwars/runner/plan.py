@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackwars import workloads
+from stackwars.config import RunOptions
 from stackwars.errors import ParameterError
 from stackwars.frameworks import (
     FRAMEWORKS,
@@ -50,6 +51,13 @@ class DeviceBudget:
     budget: int | None  # None: the device's size is unknown, and nothing is checked
     total: int | None = None
     fraction: float | None = None
+
+    @classmethod
+    def of(cls, options: RunOptions) -> DeviceBudget:
+        """The device budget a run's options hold."""
+        return cls(
+            options.device_memory_budget, options.device_memory_total, options.memory_fraction
+        )
 
     def for_cell(self, spec: CellSpec) -> tuple[int | None, str]:
         """The bytes ``spec`` may hold on its device, and what sets that limit."""

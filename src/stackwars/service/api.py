@@ -26,31 +26,21 @@ from stackwars.config import (
 from stackwars.errors import UsageError
 from stackwars.frameworks import (
     influential_environment,
-    parse_stack,
-    parse_stacks,
 )
 from stackwars.results import metadata, store
-from stackwars.results.maxbatch import MaxBatch
 from stackwars.results.run import Run, new_run_id, now, owner_alive, this_process
 from stackwars.results.schema import Cell
-from stackwars.runner import executors, maxbatch, plan, session
+from stackwars.runner import executors, plan, session
 
-# Re-exported (the imports marked F401): the instruments besides runs (machine warnings, peak,
-# IR, profiles, selftest, devices, BLAS); the workers' parent halves live beside them in runner/.
+# Re-exported (the imports marked F401): IR captures (a run's, claims', stackwars ir's), the
+# devices and BLAS libraries each framework sees (stackwars env), executors.
 from stackwars.runner.child import Interpreter  # noqa: F401
 from stackwars.runner.executors import open_executor  # noqa: F401 (re-exported)
 from stackwars.runner.ir_task import IR_TIMEOUT_S, capture_run_ir, capture_stack  # noqa: F401
 from stackwars.runner.probe_tasks import blas_libraries, device_support  # noqa: F401
-from stackwars.runner.profile_task import profile_run, profile_stack  # noqa: F401
 from stackwars.runner.protocol import CellSpec
-from stackwars.runner.selftest_task import SELFTEST_TIMEOUT_S, selftest_stack  # noqa: F401
 from stackwars.service.choices import Measure, Selection, choose_cells, run_options
-from stackwars.service.instruments import (  # noqa: F401
-    machine_warnings,
-    measure_and_store_peak,
-    profile_cells,
-    usable_peak,
-)
+from stackwars.service.machine import machine_warnings, usable_peak  # noqa: F401
 
 # Re-exported: the service layer's reading side lives in stored.py.
 from stackwars.service.stored import (  # noqa: F401
@@ -145,23 +135,7 @@ def _new_run(
 
 def budgets(options: RunOptions) -> tuple[int, bool, plan.DeviceBudget]:
     """plan.plan's budgets: the host's, --force, the device's."""
-    return options.memory_budget, options.force, device_budget(options)
-
-
-def device_budget(options: RunOptions) -> plan.DeviceBudget:
-    return plan.DeviceBudget(
-        options.device_memory_budget, options.device_memory_total, options.memory_fraction
-    )
-
-
-def max_batches(selection: Selection, measure: Measure) -> tuple[list[MaxBatch], RunOptions]:
-    """For each selected cell with a batch parameter, the largest batch predicted to fit the
-    memory budgets (host, and device on an accelerator), and the options holding them
-    (nothing runs)."""
-    chosen, suite = choose_cells(selection)
-    options = run_options(measure, selection.device, suite, selection.workload_files)
-    answers = maxbatch.max_batches(chosen, options.memory_budget, device_budget(options))
-    return answers, options
+    return options.memory_budget, options.force, plan.DeviceBudget.of(options)
 
 
 def plan_resume(results: store.Store, run_id: str) -> PlannedRun:
@@ -290,21 +264,3 @@ class SilentReporter:
 
     def end_cell(self, cell: Cell) -> None:
         del cell
-
-
-def ir_cells(selection: Selection, diff: Sequence[str] = ()) -> list[CellSpec]:
-    """One cell per stack for IR capture; ``diff`` names two of the stacks to compare."""
-    for path in selection.workload_files:
-        workloads.load_workload_file(path)
-    workload = workloads.get(selection.workload or "")
-    values = plan.parse_param_args(workload, selection.params)
-    if any(len(v) > 1 for v in values.values()):
-        raise UsageError("ir captures one cell per stack: give one value per --param")
-    names = selection.stacks or ",".join(diff)
-    if not names:
-        raise UsageError("name the stacks: --stacks jax:jit,torch:xla or --diff A B")
-    stacks = parse_stacks(names)
-    for name in diff:
-        if parse_stack(name) not in stacks:
-            raise UsageError(f"--diff {name} must be one of --stacks")
-    return plan.cells_for(workload, values, stacks, "cpu")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from stackwars.claims.verdict import ClaimResult
+from stackwars.instruments.claims.verdict import ClaimResult
 from stackwars.profiling.result import Profile
 from stackwars.report.claims import claim_results
 from stackwars.report.html.explain import Explained, explained_groups

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stackwars.claims.verdict import FAILS
+from stackwars.instruments.claims.verdict import FAILS
 from stackwars.report.claims import COLUMNS as CLAIM_COLUMNS
 from stackwars.report.claims import claim_rows, verdict_counts
 from stackwars.report.comparison import comparison_notes, measured_texts

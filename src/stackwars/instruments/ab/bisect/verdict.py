@@ -1,0 +1,79 @@
+"""The seam between the bisection and the gate: two releases' cells in, one verdict a cell out
+(``slower``, ``faster``, ``same`` or ``undecided``, with the ratio and its interval).
+
+Everything the bisection knows of statistics passes through :func:`judge`; it uses today's
+gate (``results/comparison.py``'s rows and its family's decision, Holm over the step's cells),
+so that another gate replaces this one module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from stackwars.frameworks import Stack, split_stack
+from stackwars.instruments.ab.bisect.search import FASTER, SAME, SLOWER, UNDECIDED
+from stackwars.results.comparison import FAIL, PASSED, ComparisonRow, Gate, compare_runs, decide
+from stackwars.results.schema import Cell
+from stackwars.timing.compare import INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One cell: the newer release against the older one (ratio above 1 is slower)."""
+
+    label: str
+    word: str  # search.WORDS
+    ratio: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    detail: str = ""  # the gate's own words (or why there is no ratio)
+    # More rounds cannot decide it: the cell failed (error, mismatch, ...) or ran on one side.
+    hopeless: bool = False
+
+
+def judge(
+    older: Sequence[Cell], newer: Sequence[Cell], threshold: float, alpha: float
+) -> list[Judgement]:
+    """Each cell both releases measured, judged as one gate family at ``alpha`` (Holm): ``slower``
+    when the gate fails it (significantly slower, by more than ``threshold``), ``faster`` for
+    the same rule turned round (at ``alpha`` shared over the cells), ``same`` when the gate
+    shows it within the threshold, ``undecided`` otherwise (or when the cell failed). A step
+    that looks after several rounds passes ``alpha`` divided by its looks."""
+    rows = compare_runs(_unplaced(older), _unplaced(newer), threshold, alpha=alpha)
+    states = decide(rows, Gate(fail_above=threshold * 100, alpha=alpha)).states
+    share = alpha / max(1, sum(row.judged for row in rows))
+    return [
+        _judgement(row, state, threshold, share) for row, state in zip(rows, states, strict=True)
+    ]
+
+
+def _unplaced(cells: Sequence[Cell]) -> list[Cell]:
+    """The cells with their stack's environment left out of its name: each release runs the
+    same stacks in an environment of its own, and the comparison pairs cells by stack."""
+    unplaced = []
+    for cell in cells:
+        framework, mode, _ = split_stack(cell.stack)
+        unplaced.append(dataclasses.replace(cell, stack=str(Stack(framework, mode))))
+    return unplaced
+
+
+def _judgement(row: ComparisonRow, state: str, threshold: float, alpha: float) -> Judgement:
+    result = row.result
+    if result is None or row.note:
+        return Judgement(row.label, UNDECIDED, detail=row.broken or row.note, hopeless=True)
+    if result.verdict == INCONCLUSIVE:  # too few workers: its interval is not the gate's
+        return Judgement(row.label, UNDECIDED, result.ratio, math.nan, math.nan, result.describe())
+    if state == FAIL:
+        word = SLOWER
+    elif result.p_below(-math.log1p(threshold)) < alpha:
+        word = FASTER  # the gate's rule turned round: a speed-up beyond the threshold
+    elif state == PASSED:
+        word = SAME
+    else:
+        word = UNDECIDED
+    return Judgement(
+        row.label, word, result.ratio, result.ci_low, result.ci_high, result.describe()
+    )

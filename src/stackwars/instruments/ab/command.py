@@ -1,0 +1,154 @@
+"""``stackwars ab -- RUN_OPTIONS``: an interleaved A/B session and its gate (``ab.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shlex
+from pathlib import Path
+
+from stackwars.commands.options import (
+    Subparsers,
+    add_gate_options,
+    add_threshold,
+    gate_exit,
+    gate_of,
+)
+from stackwars.config import default_memory_budget
+from stackwars.errors import UsageError
+from stackwars.instruments.ab import service as ab
+from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
+from stackwars.report.console import report_console
+from stackwars.results.jsonio import write_atomically
+from stackwars.service.api import Interpreter
+
+
+def add_ab(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "ab",
+        help="baseline and candidate alternately in one session, until every cell is decided "
+        "(the regression gate)",
+        description=(
+            "Run the same cells as baseline and candidate in alternating rounds (one fresh "
+            "worker per cell and side a round, ABBA order), and compare after each round from "
+            "--min-rounds on, until every cell is decided, --max-rounds, or --time-budget. "
+            "The sides differ by their Python (--baseline-python: another venv with other "
+            "framework versions and this stackwars), environment variables (--candidate-env) "
+            "or stackwars run options (--candidate-options). Every round's run file is kept "
+            "in --out. With a gate (--fail-above, --fail-memory-above) the session ends pass "
+            "(exit 0), fail (exit 1) or underpowered (exit 3; 1 with --fail-on-undecided)."
+        ),
+        epilog=(
+            "example: stackwars ab --candidate-env XLA_FLAGS=--xla_cpu_use_thunk_runtime=false "
+            "--fail-above 5 -- --workload gemm --param n=512 --stacks jax:jit"
+        ),
+    )
+    for side in ("baseline", "candidate"):
+        _add_side(parser, side)
+    parser.add_argument(
+        "--min-rounds", type=int, default=3, help="rounds before the first look (3)"
+    )
+    parser.add_argument("--max-rounds", type=int, default=10, help="rounds at most (10)")
+    parser.add_argument(
+        "--time-budget", type=float, default=900.0, metavar="S", help="seconds at most (900)"
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", help="folder for the rounds (default ./stackwars-ab/TIME)"
+    )
+    parser.add_argument("--markdown", metavar="PATH", help="also write the comparison as Markdown")
+    parser.add_argument("--json", metavar="PATH", help="also write the comparison as JSON")
+    add_threshold(parser)
+    parser.add_argument(
+        "--fail-above",
+        type=float,
+        metavar="PCT",
+        help="exit 1 when a cell is significantly slower and its change above PCT percent",
+    )
+    add_gate_options(parser)
+    parser.add_argument(
+        "run_options",
+        nargs=argparse.REMAINDER,
+        metavar="-- RUN_OPTIONS",
+        help="after --: the stackwars run options both sides share (cells, budgets)",
+    )
+    parser.set_defaults(handler=ab_command)
+
+
+def _add_side(parser: argparse.ArgumentParser, side: str) -> None:
+    parser.add_argument(
+        f"--{side}-python", metavar="PYTHON", default="", help=f"the {side}'s Python"
+    )
+    parser.add_argument(
+        f"--{side}-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"an environment variable of the {side}'s rounds (repeat for more)",
+    )
+    parser.add_argument(
+        f"--{side}-options",
+        default="",
+        metavar="TEXT",
+        help=f"stackwars run options of the {side} only, as one quoted string",
+    )
+
+
+def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
+    session = session_of(args)
+    console = report_console()
+    console.print(f"A/B session in {session.out_dir} (each round's run file is kept there)")
+    outcome = ab.run_session(session, console.print, ab.default_clock)
+    status = gate_exit(outcome.verdict)
+    title = (
+        f"candidate against baseline: {outcome.rounds} rounds, {outcome.elapsed_s:.0f} s, "
+        f"{outcome.stopped} (threshold {args.threshold:g}%, {session.describe_looks()})"
+    )
+    for part in comparison_report(outcome.rows, title, outcome.verdict):
+        console.print(part)
+    console.print(f"stackwars versions: {outcome.versions}")
+    console.print(f"again, from the files: {ab.compare_command(outcome.files)}", soft_wrap=True)
+    if args.markdown:
+        markdown = comparison_markdown(outcome.rows, title, outcome.verdict)
+        Path(args.markdown).write_text(markdown + f"- {outcome.plan}\n", encoding="utf-8")
+    if args.json:
+        data = comparison_json(outcome.rows, session.gate, outcome.verdict, status)
+        data["session"] = {"rounds": outcome.rounds, "elapsed_s": outcome.elapsed_s}
+        data["session"] |= {"stopped": outcome.stopped, "plan": outcome.plan}
+        write_atomically(Path(args.json), json.dumps(data, indent=1))
+    return status
+
+
+def session_of(args: argparse.Namespace) -> ab.Session:
+    options = list(args.run_options)
+    if options[:1] == ["--"]:
+        options = options[1:]
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return ab.Session(
+        run_options=tuple(options),
+        baseline=side_of(args, "baseline"),
+        candidate=side_of(args, "candidate"),
+        out_dir=Path(args.out or Path("stackwars-ab") / stamp),
+        threshold=args.threshold / 100,
+        gate=gate_of(args),
+        min_rounds=args.min_rounds,
+        max_rounds=args.max_rounds,
+        time_budget_s=args.time_budget,
+        memory_budget=default_memory_budget(),
+    )
+
+
+def side_of(args: argparse.Namespace, name: str) -> ab.Side:
+    environment = {}
+    for item in getattr(args, f"{name}_env"):
+        key, equals, value = item.partition("=")
+        if not equals or not key:
+            raise UsageError(f"--{name}-env {item!r} must be NAME=VALUE")
+        environment[key] = value
+    python = getattr(args, f"{name}_python")
+    options = tuple(shlex.split(getattr(args, f"{name}_options")))
+    return ab.Side(name, Interpreter(python, environment), options)
+
+
+# Where each command stands in ``stackwars --help`` (commands/__init__.py finds them).
+COMMANDS = ((160, add_ab),)

@@ -1,0 +1,252 @@
+"""``stackwars ab``: baseline and candidate measured alternately in one session, until every
+cell is decided or the time budget ends (the recommended regression gate).
+
+The sides differ by their Python (another virtual environment: other versions of jax or
+torch), by environment variables, or by ``stackwars run`` options; both run the same cells.
+Each round runs one fresh worker per cell on each side, as one ``stackwars run --repeat 1``
+under the side's Python (``instruments/ab/task.py``), in the order baseline-candidate, then
+candidate-baseline (ABBA), so that a drift of the machine during the session reaches both
+sides alike: no run-to-run term is added to the comparison, which pools the rounds' run files.
+
+Each cell is judged paired by round (``results/comparison.py``'s ``compare_rounds``: one log
+ratio of the round's two workers a round), so a drift between rounds cancels instead of
+counting as noise. From round ``min_rounds`` on, after each round, every cell is compared and
+the gate decided (``decide``: one family of every cell x measure, Holm at the gate's alpha);
+the session stops when every cell is settled (failed, or shown within the limits), after
+``max_rounds``, or when another round would pass the time budget. Looking after every round
+is a sequential test whose p-values count every look the design allows
+(``timing/sequential.py``), so the family's false-alarm budget holds however the session ends.
+
+A round spends only on what the comparison uses: each side's run is ``--repeat 1`` with
+``--second-look 0`` (the run's own check of a second worker is not part of the comparison).
+After the first round the session knows what a round costs; when the budget cannot reach the
+first look, it stops there and says what budget would (``plan_line``), rather than spend it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stackwars.errors import UsageError
+from stackwars.instruments.ab.task import run_side, side_version
+from stackwars.results.comparison import (
+    UNDECIDED_ROW,
+    ComparisonRow,
+    Gate,
+    GateVerdict,
+    compare_rounds,
+    decide,
+)
+from stackwars.runner.child import Interpreter, Limits
+from stackwars.service import api
+from stackwars.timing.compare import FASTER_UNSURE, SLOWER_UNSURE, UNDECIDED
+from stackwars.timing.family import holm_level
+from stackwars.timing.sequential import Looks, rounds_to_reach
+
+OWNED_OPTIONS = (
+    "--repeat", "--db", "--json", "--resume", "--label", "--order-seed", "--second-look",
+)  # fmt: skip
+ROUND_TIMEOUT_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Side:
+    name: str  # "baseline" or "candidate"
+    interpreter: Interpreter = field(default_factory=Interpreter)
+    options: tuple[str, ...] = ()  # stackwars run options of this side only
+
+
+@dataclass(frozen=True)
+class Session:
+    """What to measure (``run_options``: the ``stackwars run`` options both sides share) and
+    when to stop."""
+
+    run_options: tuple[str, ...]
+    baseline: Side
+    candidate: Side
+    out_dir: Path
+    threshold: float = 0.05
+    gate: Gate = field(default_factory=Gate)
+    min_rounds: int = 3
+    max_rounds: int = 10
+    time_budget_s: float = 900.0
+    memory_budget: int = 0
+
+    @property
+    def looks(self) -> Looks:
+        return Looks(self.min_rounds, self.max_rounds)
+
+    def describe_looks(self) -> str:
+        return f"looks after rounds {self.min_rounds} to {self.max_rounds}, paired by round"
+
+
+@dataclass
+class Outcome:
+    rounds: int = 0
+    files: dict[str, list[Path]] = field(default_factory=lambda: {"baseline": [], "candidate": []})
+    rows: list[ComparisonRow] = field(default_factory=list)
+    verdict: GateVerdict | None = None  # the gate's outcome (None: no gate asked for)
+    plan: str = ""  # what the first round's cost says the budget can decide
+    stopped: str = ""
+    elapsed_s: float = 0.0
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+def check(session: Session) -> None:
+    """Refuse what the session cannot do, in one line each."""
+    if not 2 <= session.min_rounds <= session.max_rounds:
+        raise UsageError(
+            f"--min-rounds {session.min_rounds} and --max-rounds {session.max_rounds}: need "
+            "2 <= min <= max (3 and 10 by default)"
+        )
+    if session.time_budget_s <= 0:
+        raise UsageError(
+            f"--time-budget {session.time_budget_s:g} must be a positive number of seconds"
+        )
+    for option in (*session.run_options, *session.baseline.options, *session.candidate.options):
+        name = option.split("=", 1)[0]
+        if name in OWNED_OPTIONS:
+            raise UsageError(
+                f"{name} is set by 'stackwars ab' for each round; leave it out of the run "
+                f"options (the session stores its rounds in --out)"
+            )
+
+
+Listener = Callable[[str], None]
+
+
+def run_session(session: Session, listen: Listener, clock: Callable[[], float]) -> Outcome:
+    """Measure round after round (module docstring); the rows compare the pooled rounds."""
+    check(session)
+    outcome = Outcome()
+    for side in (session.baseline, session.candidate):
+        outcome.versions[side.name] = side_version(side.interpreter, session.memory_budget)
+    start = clock()
+    outcome.stopped = _measure(session, outcome, listen, lambda: clock() - start)
+    outcome.rows = compare_files(outcome.files, session)
+    if session.gate.active:
+        outcome.verdict = decide(outcome.rows, session.gate, session.describe_looks())
+    return outcome
+
+
+def _measure(
+    session: Session, outcome: Outcome, listen: Listener, elapsed: Callable[[], float]
+) -> str:
+    """Rounds until the session stops; why it stopped."""
+    while outcome.rounds < session.max_rounds:
+        index = outcome.rounds
+        order = (session.baseline, session.candidate)
+        for side in order if index % 2 == 0 else order[::-1]:
+            outcome.files[side.name].append(_round(session, side, index))
+        outcome.rounds += 1
+        outcome.elapsed_s = elapsed()
+        affordable = int(session.time_budget_s // (outcome.elapsed_s / outcome.rounds))
+        if outcome.rounds == 1:
+            outcome.plan = plan_line(session, outcome, affordable)
+            listen(outcome.plan)
+            if affordable < session.min_rounds:
+                return f"the time budget cannot reach the first look (round {session.min_rounds})"
+        if outcome.rounds >= session.min_rounds:
+            outcome.rows = compare_files(outcome.files, session)
+            open_cells = open_rows(outcome.rows, session)
+            listen(_progress(outcome, session, len(open_cells)))
+            if not open_cells:
+                return "every cell decided"
+        else:
+            listen(_progress(outcome, session, None))
+        if outcome.rounds + 1 > affordable:
+            return f"time budget ({session.time_budget_s:g} s) reached"
+    return f"--max-rounds {session.max_rounds} reached"
+
+
+def plan_line(session: Session, outcome: Outcome, affordable: int) -> str:
+    """What the first round's cost lets the budget decide, and what budget would decide more:
+    the first look needs ``min_rounds`` rounds, and failing a cell needs the rounds whose
+    sign-flip p-value can beat the family's first Holm level (``timing/sequential.py``)."""
+    per_round = outcome.elapsed_s / max(outcome.rounds, 1)
+    cells = len(api.read_run_file(outcome.files["baseline"][0]).cells)
+    measures = (session.gate.fail_above is not None) + (session.gate.fail_memory_above is not None)
+    to_fail = rounds_to_reach(holm_level(session.gate.alpha, cells * max(measures, 1)))
+    within = min(affordable, session.max_rounds)
+    text = (
+        f"a round takes {per_round:.0f} s: the budget ({session.time_budget_s:g} s) allows "
+        f"{within} round(s); the first look is after round {session.min_rounds}, and failing "
+        f"one of {cells} cell(s) needs at least {to_fail} rounds"
+    )
+    needed = max(session.min_rounds, to_fail)
+    if within < needed:
+        budget = needed * per_round
+        text += (
+            f": this session cannot fail a cell; --time-budget {budget:.0f}"
+            + (f" --max-rounds {needed}" if session.max_rounds < needed else "")
+            + " (or fewer cells) would let it"
+        )
+    return text
+
+
+def _progress(outcome: Outcome, session: Session, open_cells: int | None) -> str:
+    text = f"round {outcome.rounds}/{session.max_rounds}, {outcome.elapsed_s:.0f} s"
+    if open_cells is None:
+        return f"{text}: comparing from round {session.min_rounds}"
+    return f"{text}: {len(outcome.rows) - open_cells} of {len(outcome.rows)} cells decided"
+
+
+def _round(session: Session, side: Side, index: int) -> Path:
+    """One side's round: its run file (absolute), or a UsageError saying what went wrong."""
+    out = session.out_dir.resolve()
+    run_file = out / f"{side.name}-{index + 1:02d}.json"
+    argv = ["run", *session.run_options, *side.options, "--repeat", "1", "--second-look", "0"]
+    argv += ["--quiet"]
+    argv += ["--order-seed", str(index), "--label", f"ab-{side.name}"]
+    argv += ["--db", str(out / f"{side.name}.sqlite"), "--json", str(run_file)]
+    limits = Limits(ROUND_TIMEOUT_S, session.memory_budget)
+    folder = out / "rounds" / run_file.stem
+    end = run_side(side.interpreter, argv, limits, folder)
+    if end.exit != 0 or not run_file.is_file():
+        shown = shlex.join(["stackwars", *argv])
+        why = end.detail or f"exit status {end.exit}; its output: {folder / 'output.txt'}"
+        raise UsageError(f"the {side.name} round {index + 1} ({shown}) failed: {why}")
+    return run_file
+
+
+def compare_files(files: dict[str, list[Path]], session: Session) -> list[ComparisonRow]:
+    """The sides' rounds, each cell paired by round, on the session's design."""
+    rounds = min(len(files["baseline"]), len(files["candidate"]))
+    base = [api.read_run_file(path).cells for path in files["baseline"][:rounds]]
+    cand = [api.read_run_file(path).cells for path in files["candidate"][:rounds]]
+    gate = session.gate
+    return compare_rounds(base, cand, session.threshold, session.looks, gate.alpha)
+
+
+def open_rows(rows: list[ComparisonRow], session: Session) -> list[ComparisonRow]:
+    """The rows more rounds could still decide: with a gate, those neither failed nor shown
+    within its limits; without one, those whose verdict is undecided or unsure of its size."""
+    if session.gate.active:
+        states = decide(rows, session.gate, session.describe_looks()).states
+        return [row for row, state in zip(rows, states, strict=True) if not settled(state)]
+    return [row for row in rows if row.judged and _unsure(row)]
+
+
+def settled(state: str) -> bool:
+    """Whether more rounds are useless for a row in this gate state (failed, shown within the
+    limits, or outside the gate)."""
+    return state != UNDECIDED_ROW
+
+
+def _unsure(row: ComparisonRow) -> bool:
+    assert row.result is not None
+    return row.result.verdict in (UNDECIDED, SLOWER_UNSURE, FASTER_UNSURE)
+
+
+def compare_command(files: Mapping[str, Sequence[Path]]) -> str:
+    """The ``stackwars compare`` that shows the pooled rounds again."""
+    sides = [",".join(str(path) for path in files[name]) for name in ("baseline", "candidate")]
+    return shlex.join(["stackwars", "compare", *sides])
+
+
+def default_clock() -> float:
+    return time.monotonic()
