@@ -36,9 +36,9 @@ def add_bisect(subparsers: Subparsers) -> None:
             "first, and what it shows (slower, else faster) is the change looked for (none: "
             "it says so and stops); then a release between at a time against the last good "
             "one, each an interleaved A/B session as in 'stackwars ab'. Exit 0 when one "
-            "release is named, 1 when the change is not reproducible, 3 when it stopped "
-            "without naming one (releases passed over, the time budget, good or bad not "
-            "installable)."
+            "release is named, 1 when the change is not reproducible (good and bad shown the "
+            "same), 3 when it stopped without naming one (good against bad undecided, "
+            "releases passed over, the time budget, good or bad not installable)."
         ),
         epilog="example: stackwars bisect --stacks jax:eager --good 0.9.2 --bad 0.10.2 -- "
         "--workload selu --param n=2000",

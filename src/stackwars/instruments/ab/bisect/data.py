@@ -71,7 +71,8 @@ class Bisection:
     environments: list[Prepared] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     watch: Watch = Watch()  # what good against bad showed
-    reproducible: bool | None = None  # None: good against bad was not compared
+    # None: good against bad was not compared, or could not be told apart (undecided).
+    reproducible: bool | None = None
     stopped: str = ""
     elapsed_s: float = 0.0
 

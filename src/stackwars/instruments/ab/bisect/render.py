@@ -71,7 +71,7 @@ def plan_lines(
 
 def answer(bisection: Bisection) -> str:
     search: Search = bisection.search
-    if not bisection.reproducible:
+    if not bisection.reproducible:  # shown the same, undecided, or not compared
         return f"no answer: {bisection.stopped}"
     framework, what = bisection.plan.framework, f"the change ({search.change})"
     if search.named is not None:

@@ -300,10 +300,17 @@ class _Bisector:
         bisection = self.bisection
         bisection.steps.append(step)
         self.listen(step)
+        pair = f"{step.newer} against {step.older}"
+        if step.word == UNDECIDED:
+            # Not "not reproducible": nothing was shown either way (a two-speed cell, say).
+            bisection.stopped = (
+                f"undecided: {pair} could not be told apart ({step.stopped}); more rounds "
+                "(--max-rounds, --time-budget) or a cell that lands at one speed would decide it"
+            )
+            return
         bisection.reproducible = reproducible(step.word)
         if not bisection.reproducible:
-            shown = f"{step.newer} against {step.older} is {step.word} ({step.stopped})"
-            bisection.stopped = f"not reproducible: {shown}"
+            bisection.stopped = f"not reproducible: {pair} is {step.word} ({step.stopped})"
             return
         changed = frozenset(j.label for j in step.judgements if j.word == step.word)
         bisection.watch = Watch(changed, step.word)
