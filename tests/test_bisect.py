@@ -312,6 +312,18 @@ def test_a_change_that_good_against_bad_does_not_show_stops_there() -> None:
     )
 
 
+def test_a_change_that_builds_up_over_releases_is_said_to_and_where_to_look_next() -> None:
+    # Measured 2026-11-26 (docs/results.md): jax:eager SELU 64² slowed about 5 % in 0.8.0 and
+    # 25 % by 0.10.2; bisect named 0.8.0, which brings a fifth of the change.
+    gradual = {"0.9.2": 1.0, "0.10.0": 1.08, "0.10.1": 1.15, "0.10.2": 1.3}
+    bisection = _bisect(gradual)
+    assert bisection.search.named == "0.10.0"
+    (line,) = report.accrued(bisection)
+    assert "0.10.0 brings +8" in line and "builds up over several releases" in line
+    assert line.endswith("--good 0.10.0")
+    assert report.accrued(_bisect(STEP_AT_0_10_1)) == [], "0.10.1 brings all of it"
+
+
 def test_good_against_bad_undecided_is_no_answer_and_not_called_unreproducible() -> None:
     # Measured 2026-11-26: jax:eager SELU 2000² lands at ~4-5 or ~12-18 ms in both releases,
     # and 16 rounds left 0.10.2 against 0.9.2 at -3.9 % [-57, +50]: nothing was shown either way.
