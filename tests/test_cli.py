@@ -147,3 +147,32 @@ def test_json_has_the_documented_names(tmp_path: Path) -> None:
         cell["steady"]["ci95_low_s"] <= cell["steady"]["median_s"] <= cell["steady"]["ci95_high_s"]
     )
     assert cell["settings"]["timing"]["steady_budget_s"] == 0.05
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["run", "--workload", "gemm", "--workload", "selu"], "--workload"),
+        (["run", "--suite", "quick", "--suite", "models"], "--suite"),
+        (["run", "--stacks", "numpy", "--stacks", "jax"], "--stacks"),
+        (["run", "--timeout", "1", "--timeout", "2"], "--timeout"),
+        (["show", "latest", "--db", "a", "--db", "b"], "--db"),
+        (["ir", "--workload", "gemm", "--workload", "selu"], "--workload"),
+    ],
+)
+def test_an_option_given_twice_is_refused_in_one_line(
+    argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert f"{option} was given twice" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_repeatable_options_still_accumulate() -> None:
+    from stackwars.cli import build_parser
+
+    args = build_parser().parse_args(["run", "--param", "n=1", "--param", "dtype=float32"])
+    assert args.param == ["n=1", "dtype=float32"]

@@ -14,6 +14,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from stackwars.cli import main
+from stackwars.results import store
+from stackwars.results.run import Run, displayed_status, now, owner_alive, this_process
+from stackwars.runner.protocol import CellSpec
+
 # Starts the CLI in a subprocess and interrupts it.
 pytestmark = pytest.mark.slow
 
@@ -86,3 +91,68 @@ def test_interrupt_keeps_finished_cells_and_kills_the_worker(tmp_path: Path) -> 
         cells = connection.execute("SELECT status FROM cells").fetchall()
     assert status == "interrupted"
     assert cells == [("timeout",)]
+
+
+def dead_owner() -> dict[str, object]:
+    # Any program that exits at once: its pid then names no process of ours.
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return {**this_process(), "pid": child.pid}
+
+
+def test_a_run_whose_process_is_gone_reads_as_abandoned() -> None:
+    assert owner_alive(this_process()) is True
+    assert owner_alive(dead_owner()) is False
+    assert owner_alive({**this_process(), "host": "elsewhere"}) is None
+    # A reused pid is another process: its start time differs.
+    reused = {**this_process(), "process_started": psutil.Process().create_time() - 100}
+    assert owner_alive(reused) is False
+    assert displayed_status({"status": "running", "owner": dead_owner()}) == "abandoned"
+    assert displayed_status({"status": "running", "owner": this_process()}) == "running"
+    assert displayed_status({"status": "complete", "owner": dead_owner()}) == "complete"
+
+
+def _abandoned_run(db: Path) -> Run:
+    results = store.Store(db)
+    spec = CellSpec("doubles", {"size": 8}, "numpy:eager")
+    options = {
+        "timing": {"steady_budget_s": 0.05, "min_steady_s": 0.0},
+        "workload_files": [FAULTY],
+    }
+    record = Run(
+        id="killed",
+        started=now(),
+        machine={},
+        versions={},
+        argv=["stackwars", "run"],
+        options=options,
+        planned=[vars(spec)],
+        owner=dead_owner(),
+    )
+    results.begin_run(record)
+    return record
+
+
+@pytest.mark.slow
+def test_resume_finishes_an_abandoned_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "db.sqlite"
+    _abandoned_run(db)
+    assert main(["runs", "--db", str(db)]) == 0
+    assert "abandoned" in capsys.readouterr().out
+    assert main(["run", "--resume", "killed", "--db", str(db), "--quiet"]) == 0
+    finished = store.Store(db).load_run("killed")
+    assert finished.status == "complete"
+    assert [cell.status for cell in finished.cells] == ["ok"]
+
+
+def test_resume_refuses_a_run_that_is_still_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "db.sqlite"
+    record = _abandoned_run(db)
+    record.owner = this_process()
+    store.Store(db).begin_run(record)
+    assert main(["run", "--resume", "killed", "--db", str(db)]) == 2
+    assert "is still running" in capsys.readouterr().err

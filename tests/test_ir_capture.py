@@ -3,6 +3,7 @@ stage say so instead of failing."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,18 @@ def test_torch_compile_gives_fx_graph_inductor_code_and_graph_breaks(tmp_path: P
     assert "matmul" in (folder / stages["fx_graph"]).read_text()  # a @ b, as a user writes it
     assert "def call(" in (folder / stages["inductor_code"]).read_text()
     assert "graph breaks: 0" in (folder / stages["graph_breaks"]).read_text()
+
+
+@pytest.mark.slow
+def test_ir_without_out_writes_under_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = ["ir", "--workload", "layernorm", "--param", "batch=2", "--param", "seq=4"]
+    argv += ["--param", "d_model=8", "--stacks", "jax:jit"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    (index_path,) = tmp_path.glob("stackwars-ir/*/jax_jit/index.json")
+    index = json.loads(index_path.read_text(encoding="utf-8"))
+    assert "stablehlo" in index["stages"]
+    assert "exited with" not in out

@@ -311,3 +311,25 @@ def test_torch_places_only_the_inputs_and_moves_its_module_once(task: str) -> No
     assert placed == [tuple(a.shape) for a in rest]  # token ids (and labels), no weight
     bound.reset()
     bound.fn(*bound.args)
+
+
+@pytest.mark.parametrize("model", ["gpt2-small", "bert-base", "llama-3.1-8b", "vit-b16"])
+def test_scale_tiny_brings_sizes_that_fit_the_tiny_model(model: str) -> None:
+    workload = workloads.get(model)
+    params = workload.resolve({"scale": "tiny"})
+    assert params["scale"] == "tiny"
+    for name, value in workload.tiny.items():
+        assert params[name] == value
+    workload.work(params)  # raises when a size does not fit the tiny config
+
+
+def test_scale_tiny_on_a_suite_and_an_explicit_misfit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "db.sqlite")
+    assert main(["run", "--suite", "models", "--param", "scale=tiny", "--find-max-batch"]) == 0
+    code = main(["run", "--workload", "gpt2-small", "--param", "scale=tiny", "--param", "seq=64"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "seq=64 exceeds gpt2-small's 32 positions at scale=tiny; use seq<=32" in err
+    assert not Path(db).exists()

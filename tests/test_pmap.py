@@ -98,7 +98,7 @@ def test_the_workload_asks_for_its_host_devices(
 @pytest.mark.parametrize("style", ["pmap", "sharding"])
 def test_the_timed_function_is_the_users_own(style: str, tmp_path: Path) -> None:
     """What jax.jit wraps is a function of the workload's own around the map (see
-    test_idiomatic.py), not jax.pmap's callable handed over directly."""
+    test_builders_are_user_code.py), not jax.pmap's callable handed over directly."""
     if missing_reason("jax"):
         pytest.skip(missing_reason("jax") or "")
     framework = JaxFramework()

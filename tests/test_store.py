@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -198,3 +199,24 @@ def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
         ).fetchone()
     assert int(version) == store.STORE_VERSION
     assert results.load_run("old").cells[0].params == {"size": 5}
+
+
+@pytest.mark.parametrize("damage", ["random", "truncated"])
+def test_a_corrupt_store_is_one_line_and_left_untouched(
+    damage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "db.sqlite"
+    if damage == "random":
+        db.write_bytes(os.urandom(5000))
+    else:
+        good = store.Store(db)
+        good.begin_run(Run(id="r1", started=now(), machine={}, versions={}, argv=["x" * 9000]))
+        db.write_bytes(db.read_bytes()[: db.stat().st_size // 2])
+    before = db.read_bytes()
+    for argv in (["runs"], ["show", "latest"], ["run", "--workload", "gemm", "--stacks", "numpy"]):
+        assert main([*argv, "--db", str(db)]) == 2
+        err = capsys.readouterr().err
+        assert f"results store {db} cannot be read" in err
+        assert "left untouched" in err
+        assert len(err.strip().splitlines()) == 1
+    assert db.read_bytes() == before

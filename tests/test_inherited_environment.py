@@ -1,17 +1,22 @@
-"""A user's plausible but hostile environment never changes what a stack runs without saying
-so: each stack pins what defines it (Keras's backend, JAX's platform) and records the rest of
-what it inherited (threads, XLA flags, visible devices)."""
+"""The environment a stack inherits: a user's plausible but hostile variables never change what
+a stack runs without saying so (each stack pins what defines it, Keras's backend and JAX's
+platform, and records the rest: threads, XLA flags, visible devices, OpenBLAS's forced kernels),
+and the variables each framework reads are named."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from stackwars.cli import main
+from stackwars.frameworks import influential_environment
 
 pytestmark = pytest.mark.slow
 STACKWARS = [sys.executable, "-m", "stackwars"]
@@ -96,3 +101,38 @@ def test_keras_refuses_to_build_a_tensorflow_model_on_another_backend(tmp_path: 
         timeout=300,
     )
     assert "Keras runs on 'jax', not tensorflow" in done.stdout, done.stderr[-2000:]
+
+
+FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
+
+
+def test_influential_environment_names_what_frameworks_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    monkeypatch.setenv("TF_CLI_CONFIG_FILE", "/terraform/rc")
+    everything = influential_environment()
+    assert everything["OPENBLAS_CORETYPE"] == "Haswell"
+    assert everything["KERAS_BACKEND"] == "jax"
+    assert "TF_CLI_CONFIG_FILE" not in everything  # Terraform's, not TensorFlow's
+    assert "KERAS_BACKEND" not in influential_environment("numpy")
+
+
+@pytest.mark.slow
+def test_run_warns_before_it_starts_when_openblas_kernels_are_forced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    argv = ["run", "--workload-file", FAULTY, "--workload", "doubles", "--param", "size=8"]
+    argv += ["--stacks", "numpy", "--budget", "0.05", "--db", str(tmp_path / "db"), "--quiet"]
+    assert main([*argv, "--json", str(tmp_path / "run.json")]) == 0
+    printed = capsys.readouterr()
+    # OPENBLAS_L2_SIZE may be set too (it is on this project's machines): both are named.
+    warning = r"warning: OPENBLAS_CORETYPE=Haswell(, \S+)* is set"
+    assert re.search(warning, " ".join(printed.err.split()))
+    assert "warning:" not in printed.out
+    (cell,) = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["cells"]
+    assert cell["settings"]["inherited_environment"]["OPENBLAS_CORETYPE"] == "Haswell"
+    openblas = [lib for lib in cell["settings"]["blas"] if lib["internal_api"] == "openblas"]
+    assert openblas and openblas[0]["architecture"] == "Haswell"
