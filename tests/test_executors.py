@@ -30,7 +30,7 @@ from stackwars.runner.plan import PlannedCell
 from stackwars.runner.protocol import CellSpec
 from stackwars.runner.tasks import Caches, Where
 from stackwars.service import api
-from stackwars.service.stored import machine_mismatch
+from stackwars.service.comparisons import machine_mismatch
 
 
 def node(host: str, fingerprint: str) -> dict[str, Any]:

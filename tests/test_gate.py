@@ -31,7 +31,7 @@ from stackwars.results.comparison import (
 )
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Steady
-from stackwars.service import stored
+from stackwars.service import comparisons
 from stackwars.timing.compare import (
     DEFAULT_RUN_DRIFT,
     DEFAULT_RUN_DRIFT_DF,
@@ -242,10 +242,10 @@ def run_at(started: str) -> Run:
 
 
 def test_two_single_runs_add_the_drift_estimate_with_its_uncertainty() -> None:
-    assert stored.run_drift(None) == (DEFAULT_RUN_DRIFT, DEFAULT_RUN_DRIFT_DF)
-    assert stored.run_drift(1.5) == (pytest.approx(0.015), math.inf)  # the user's, as given
+    assert comparisons.run_drift(None) == (DEFAULT_RUN_DRIFT, DEFAULT_RUN_DRIFT_DF)
+    assert comparisons.run_drift(1.5) == (pytest.approx(0.015), math.inf)  # the user's, as given
     with pytest.raises(UsageError, match="--run-drift 120"):
-        stored.run_drift(120)
+        comparisons.run_drift(120)
     base = [[1e-3 * (1 + 0.001 * i)] for i in range(10)]
     cand = [[1.001e-3 * (1 + 0.001 * i)] for i in range(10)]
     known = compare(base, cand, run_drift=0.04)
@@ -274,17 +274,17 @@ def test_several_runs_a_side_are_pooled(tmp_path: Path) -> None:
     files = [exported(f"r{i}", 1e-3 * (1 + 0.01 * i)) for i in range(6)]
     base = ",".join(str(path) for path in files[0::2])
     cand = ",".join(str(path) for path in files[1::2])
-    _, _, (row,) = stored.compare(base, cand)
+    _, _, (row,) = comparisons.compare(base, cand)
     # The runs are the units (three a side), not their workers: interleaved or not, each run
     # has its own machine state.
     assert row.result is not None and row.result.workers == (3, 3) and row.result.unit == "run"
     components = row.result.components
     assert components is not None and components.run_drift == 0.0
-    _, _, (few,) = stored.compare(files[0].as_posix(), cand)  # one run against three
+    _, _, (few,) = comparisons.compare(files[0].as_posix(), cand)  # one run against three
     assert few.result is not None and few.result.unit == "run" and few.result.workers == (1, 3)
     assert few.result.evidence is not None
     with pytest.raises(UsageError, match="names no run"):
-        stored.load_side(" , ")
+        comparisons.load_side(" , ")
 
 
 def test_runs_as_units_count_the_run_to_run_spread() -> None:
@@ -305,9 +305,8 @@ def test_runs_as_units_count_the_run_to_run_spread() -> None:
     assert by_runs.verdict == UNDECIDED and by_runs.reason == "more runs a side would decide it"
 
 
-COMPARISON_SCHEMA = json.loads(
-    (Path(stored.__file__).parents[1] / "results" / "comparison.schema.json").read_text("utf-8")
-)
+SCHEMA_PATH = Path(comparisons.__file__).parents[1] / "results" / "comparison.schema.json"
+COMPARISON_SCHEMA = json.loads(SCHEMA_PATH.read_text("utf-8"))
 
 
 @pytest.mark.parametrize(

@@ -194,13 +194,15 @@ def package_cycles() -> list[list[str]]:
 
 # Within the service package: each module imports only from the ones below it.
 SERVICE_LAYERS = {
-    "stored": 0,
+    "runs": 0,
+    "comparisons": 1,
+    "history": 1,
     "choices": 0,
     "machine": 0,
     "environments": 0,
-    "api": 1,
-    "inprocess": 1,
-    "adaptive": 2,
+    "api": 2,
+    "inprocess": 2,
+    "adaptive": 3,
 }
 
 

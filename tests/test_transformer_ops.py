@@ -20,7 +20,7 @@ from stackwars.runner.protocol import CellSpec, Request
 from stackwars.runner.worker import CellRun
 from stackwars.timing.timer import TimingConfig
 from stackwars.workloads import attention, ffn
-from stackwars.workloads._common import SOFTMAX_FLOPS_PER_ELEMENT, softmax
+from stackwars.workloads._numpy_ops import SOFTMAX_FLOPS_PER_ELEMENT, softmax
 
 TINY_TIMING = TimingConfig(
     steady_budget_s=0.02, min_steady_s=0.0, warmup_budget_s=0.02, min_blocks=3

@@ -4,8 +4,9 @@ Commands (``stackwars.commands``, and each instrument's ``command.py``) import t
 and nothing below them that measures:
 
 * ``api``: plan, execute and resume runs, IR captures, the store; ``choices`` (what a run is
-  asked for, checked), ``stored`` (the store, comparisons and history of stored runs) and
-  ``machine`` (the machine's warnings and stored peak) are its parts, re-exported by it;
+  asked for, checked), ``runs`` (the store, run files and their import), ``comparisons``
+  (comparisons of stored runs), ``history`` (a cell across stored runs) and ``machine`` (the
+  machine's warnings and stored peak) are its parts, re-exported by it;
 * ``environments``: Python environments of their own for stacks that cannot share this one
   (``stackwars env create``), and their state;
 * ``inprocess``: workloads timed in the caller's process (``stackwars.measure``);
@@ -14,6 +15,7 @@ and nothing below them that measures:
 An instrument's own service (``stackwars/instruments/<instrument>/service.py``: behave's probes,
 ab's rounds, the claims' cells) sits above these and uses them. Inside the package a module
 imports only the ones listed above it, and commands import only the four named here, never
-``choices``, ``stored`` or ``machine`` directly (``tests/test_layers.py``).
+``choices``, ``runs``, ``comparisons``, ``history`` or ``machine`` directly
+(``tests/test_layers.py``).
 Nothing is imported here: importing one module must not load the others.
 """

@@ -1,9 +1,10 @@
 """The service layer: what measures or touches the results store, typed options in, data out.
 
-Commands (``commands/``) call it, or ``behave.py`` and ``claimcheck.py`` above it, for every
-run, store access and instrument (``stored.py``'s and ``instruments.py``'s are re-exported
-here) and render with ``report/``; where nothing is measured or stored they read lower layers
-directly (``results/`` types, merging and JSON, names and parsing, ``runner/plan.py``, ``ir``
+Commands (``commands/``, and the instruments' ``command.py``) call it, or an instrument's own
+``service.py`` above it, for every run and store access (the functions of ``runs.py``,
+``comparisons.py``, ``history.py`` and ``machine.py`` are re-exported here) and render with
+``report/``; where nothing is measured or stored they read lower layers directly
+(``results/`` types, merging and JSON, names and parsing, ``runner/plan.py``, ``ir``
 analysis). Notebooks call the same functions (``stackwars.run`` is :func:`run`). Nothing here
 prints: progress goes to the ``Reporter`` given, and every failure a user can cause is a
 :class:`stackwars.errors.UsageError` that says how to fix it.
@@ -40,22 +41,19 @@ from stackwars.runner.ir_task import IR_TIMEOUT_S, capture_run_ir, capture_stack
 from stackwars.runner.probe_tasks import blas_libraries, device_support  # noqa: F401
 from stackwars.runner.protocol import CellSpec
 from stackwars.service.choices import Measure, Selection, choose_cells, run_options
-from stackwars.service.machine import machine_warnings, usable_peak  # noqa: F401
 
-# Re-exported: the service layer's reading side lives in stored.py.
-from stackwars.service.stored import (  # noqa: F401
+# Re-exported: the service layer's reading side, a module per subject.
+from stackwars.service.comparisons import (  # noqa: F401
     compare,
     compare_with_stack,
-    history,
-    import_run,
-    load_run,
     load_side,
     machine_mismatch,
-    open_store,
-    read_run_file,
     side_mismatch,
     threshold,
 )
+from stackwars.service.history import history  # noqa: F401
+from stackwars.service.machine import machine_warnings, usable_peak  # noqa: F401
+from stackwars.service.runs import import_run, load_run, open_store, read_run_file  # noqa: F401
 
 
 @dataclass

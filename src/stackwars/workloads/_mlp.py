@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stackwars.workloads._common import normal
+from stackwars.workloads._inputs import normal
 from stackwars.workloads.base import Param
 
 # Biases are drawn this large so that dropping one is far outside any tolerance.

@@ -16,16 +16,12 @@ from typing import Any
 
 from stackwars.errors import ParameterError
 from stackwars.workloads import register
-from stackwars.workloads._common import (
-    DTYPE,
+from stackwars.workloads._gradients import TASK, for_task
+from stackwars.workloads._inputs import DTYPE, in_float64, memory_estimate, normal
+from stackwars.workloads._numpy_ops import (
     SOFTMAX_FLOPS_PER_ELEMENT,
     SOFTMAX_GRAD_FLOPS_PER_ELEMENT,
-    TASK,
     bias_grad,
-    for_task,
-    in_float64,
-    memory_estimate,
-    normal,
     softmax,
     weight_grad,
 )

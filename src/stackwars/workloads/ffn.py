@@ -14,16 +14,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stackwars.workloads import register
-from stackwars.workloads._common import (
-    DTYPE,
-    TASK,
-    bias_grad,
-    for_task,
-    in_float64,
-    memory_estimate,
-    normal,
-    weight_grad,
-)
+from stackwars.workloads._gradients import TASK, for_task
+from stackwars.workloads._inputs import DTYPE, in_float64, memory_estimate, normal
+from stackwars.workloads._numpy_ops import bias_grad, weight_grad
 from stackwars.workloads.base import DTYPE_BYTES, Param, Work, Workload
 
 GELU_C = math.sqrt(2.0 / math.pi)

@@ -11,14 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stackwars.workloads import register
-from stackwars.workloads._common import (
-    DTYPE,
-    SOFTMAX_FLOPS_PER_ELEMENT,
-    in_float64,
-    memory_estimate,
-    normal,
-    softmax,
-)
+from stackwars.workloads._inputs import DTYPE, in_float64, memory_estimate, normal
+from stackwars.workloads._numpy_ops import SOFTMAX_FLOPS_PER_ELEMENT, softmax
 from stackwars.workloads.base import DTYPE_BYTES, Param, Work, Workload
 
 EPS = 1e-5  # GPT-2's and torch's default

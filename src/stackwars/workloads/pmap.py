@@ -41,7 +41,7 @@ from typing import Any
 
 from stackwars.errors import ParameterError
 from stackwars.workloads import register
-from stackwars.workloads._common import in_float64, memory_estimate, normal
+from stackwars.workloads._inputs import in_float64, memory_estimate, normal
 from stackwars.workloads.base import DTYPE_BYTES, Bound, Param, Work, Workload
 
 STYLES = ("pmap", "sharding", "mirrored")

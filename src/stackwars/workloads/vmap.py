@@ -29,7 +29,7 @@ from typing import Any
 
 from stackwars.errors import ParameterError
 from stackwars.workloads import _mlp, register
-from stackwars.workloads._common import DTYPE, in_float64, memory_estimate, normal
+from stackwars.workloads._inputs import DTYPE, in_float64, memory_estimate, normal
 from stackwars.workloads.base import DTYPE_BYTES, Param, Work, Workload
 from stackwars.workloads.derivatives import refuse
 

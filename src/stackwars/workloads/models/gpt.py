@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from stackwars.workloads._common import softmax
+from stackwars.workloads._numpy_ops import softmax
 from stackwars.workloads.attention import merge_heads, split_heads
 from stackwars.workloads.models.spec import Activations, Config, Layout, ModelSpec
 

@@ -1,19 +1,15 @@
-"""Reading what was stored: the results store, exported run files, comparisons of two runs,
-a cell's history. Part of the service layer (``api.py`` re-exports every name here), apart so
-that each module stays one subject.
+"""Comparisons of stored runs (``stackwars compare``): two sides of one or more runs each, or
+every stack of a run against one of its stacks, with the machine check that keeps runs of
+different machines from being judged. Re-exported by ``api.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Sequence
-from pathlib import Path
 
-from stackwars.errors import ParameterError, UsageError
-from stackwars.frameworks import parse_stack
-from stackwars.results import store
+from stackwars.errors import UsageError
 from stackwars.results.comparison import (
     ComparisonRow,
     compare_run_sets,
@@ -22,19 +18,13 @@ from stackwars.results.comparison import (
 )
 from stackwars.results.machines import machine_of
 from stackwars.results.run import Run
-from stackwars.results.schema import SCHEMA_VERSION, Cell
+from stackwars.service.runs import load_run
 from stackwars.timing.compare import (
     DEFAULT_ALPHA,
     DEFAULT_RUN_DRIFT,
     DEFAULT_RUN_DRIFT_DF,
     INCONCLUSIVE,
 )
-
-
-def open_store(db: str | None = None, must_exist: bool = False) -> store.Store:
-    """The results store at ``db``, else ``$STACKWARS_DB``, else ``./stackwars.sqlite``."""
-    path = store.default_path(db)
-    return store.Store.existing(path) if must_exist else store.Store(path)
 
 
 def threshold(percent: float) -> float:
@@ -127,52 +117,6 @@ def compare_with_stack(
     return rows
 
 
-def load_run(run: str, db: str | None = None) -> Run:
-    """A stored run (an id or ``latest``), or a run exported as JSON (``export --format json``,
-    ``run --json``): a path to an existing ``.json`` file, from any machine or store."""
-    path = Path(run)
-    if path.suffix == ".json" and path.is_file():
-        return read_run_file(path)
-    return open_store(db, must_exist=True).load_run(run)
-
-
-def read_run_file(path: Path) -> Run:
-    """A run from its JSON export; one line saying what is wrong when it is not one."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        version = data["schema_version"]
-        if version > SCHEMA_VERSION:
-            raise UsageError(
-                f"{path} is a result file of schema version {version}; this stackwars reads up "
-                f"to {SCHEMA_VERSION} (upgrade stackwars)"
-            )
-        return Run.from_dict(data)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(
-            f"{path} is not a stackwars run file ({type(exc).__name__}: {exc}); write one with "
-            "'stackwars export RUN --format json' or 'stackwars run --json PATH'"
-        ) from None
-
-
-def import_run(path: Path, db: str | None = None) -> Run:
-    """Add an exported run to a store (e.g. a baseline downloaded as a CI artefact)."""
-    record = read_run_file(path)
-    results = open_store(db)
-    if record.id in results.run_ids():
-        raise UsageError(f"run {record.id} is already in {results.path}; nothing imported")
-    results.begin_run(record)
-    for cell in record.cells:
-        results.add_cell(record, cell)
-    for outcome in record.outcomes:
-        results.add_outcome(record, outcome)
-    for claim in record.claims:
-        results.add_claim(record, claim)
-    for profile in record.profiles:
-        results.add_profile(record, profile)
-    results.finish_run(record)
-    return record
-
-
 def machine_mismatch(baseline: Run, candidate: Run) -> str:
     """Why two runs' times are not comparable ('' when they ran on the same machine, or a run
     is too old to say). When every timed cell of both runs records its machine (a run on a Ray
@@ -199,45 +143,3 @@ def not_judged(row: ComparisonRow, why: str) -> ComparisonRow:
         return row
     result = dataclasses.replace(row.result, verdict=INCONCLUSIVE, reason=why, evidence=None)
     return dataclasses.replace(row, result=result)
-
-
-def history(
-    workload: str,
-    stack: str,
-    params: Sequence[str] = (),
-    db: str | None = None,
-    *,
-    label: str | None = None,
-    machine: str | None = None,
-) -> tuple[list[tuple[str, str, Cell]], dict[str, str]]:
-    """(run id, run start, cell) of every stored cell of a workload on a stack, oldest first,
-    keeping those whose parameters match ``params`` (``"n=1024"``) and whose run has ``label``
-    and ran on ``machine`` (a fingerprint, as ``runs`` shows it); and each run's machine."""
-    name = str(parse_stack(stack))
-    wanted = dict(_param_filter(text) for text in params)
-    results = open_store(db, must_exist=True)
-    identities = results.identities()
-    machines = {run_id: ident.get("fingerprint", "") for run_id, ident in identities.items()}
-
-    def kept(run_id: str, cell: Cell) -> bool:
-        identity = identities.get(run_id, {})
-        return (
-            all(str(cell.params.get(k)) == v for k, v in wanted.items())
-            and (label is None or identity.get("label") == label)
-            and (machine is None or identity.get("fingerprint") == machine)
-        )
-
-    rows = [row for row in results.cells_of(workload, name) if kept(row[0], row[2])]
-    if not rows:
-        given = [*params, *([f"label {label}"] if label else [])]
-        given += [f"machine {machine}"] if machine else []
-        which = f" with {', '.join(given)}" if given else ""
-        raise UsageError(f"no stored results of {workload} on {name}{which}; see 'stackwars runs'")
-    return rows, machines
-
-
-def _param_filter(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep:
-        raise ParameterError(f"--param {text!r} is not KEY=VALUE; example: --param n=1024")
-    return name.strip(), value.strip()
