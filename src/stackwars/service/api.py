@@ -84,7 +84,7 @@ def plan_cells(
     argv: Sequence[str] = (),
     label: str = "",
 ) -> PlannedRun:
-    """A new run of cells the caller chose (``claimcheck``: what its claims need), each
+    """A new run of cells the caller chose (the claims service: what its claims need), each
     ``measure.repeat`` times in interleaved fresh workers."""
     cells = plan.schedule(chosen, measure.repeat, measure.order_seed)
     record = _new_run(options, cells, argv, label)

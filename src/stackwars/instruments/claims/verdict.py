@@ -1,6 +1,6 @@
 """Judging a claim from measured samples: the value, its 95 % interval and the verdict.
 
-Pure logic on numbers (no cells, no workers): the service layer (``claimcheck.py``) hands in
+Pure logic on numbers (no cells, no workers): the claims service (``service.py``) hands in
 per-worker samples. A factor is the ratio of medians baseline / subject, with the interval of
 ``timing/compare.py`` (its t test over per-worker medians, the worker as the unit; with fewer
 than ``MIN_WORKERS`` workers a side, its within-process bootstrap, and no verdict). The verdict
