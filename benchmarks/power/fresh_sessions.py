@@ -14,7 +14,7 @@ docs/ci.md (``--fail-above 5 --fail-memory-above 10``), keeping every session's 
 ``compare.json`` under ``--out`` (git-ignored: the data outlive a sitting; a rerun skips the
 sessions already there):
 
-* ``aa``: nine cells across numpy, torch and jax (``CELLS``), baseline against candidate with
+* ``aa``: twelve cells across numpy, torch and jax (``CELLS``), baseline against candidate with
   nothing changed;
 * ``ab``: the same cells, the candidate's GEMM slowed through ``regressed_gemm.py``'s ``extra``
   (the change reported is the one measured, from the session's own rounds);
@@ -41,9 +41,10 @@ ROOT = HERE.parents[1]
 REGRESSED = HERE / "regressed_gemm.py"
 GATE = ["--fail-above", "5", "--fail-memory-above", "10"]
 STACKS = "numpy:eager,torch:eager,jax:jit"
+# A --param reaches every workload that has it: GEMM and SELU at 256 and 512, twelve cells.
 CELLS = [
-    "--workload-file", str(REGRESSED), "--workload", "regressed-gemm", "--param", "n=256,512",
-    "--workload", "selu", "--stacks", STACKS,
+    "--workload-file", str(REGRESSED), "--workload", "regressed-gemm,selu",
+    "--param", "n=256,512", "--stacks", STACKS,
 ]  # fmt: skip
 SLOWED = ["--candidate-env", "REGRESS_EXTRA=0.1"]
 KINDS = {"aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"]}
@@ -74,6 +75,11 @@ def session(venvs: Path, kind: str, folder: Path, extra: list[str]) -> dict[str,
     argv += extra if "--" in extra else [*extra, "--", *KINDS[kind]]
     done = subprocess.run(argv, check=False, capture_output=True, text=True)
     (folder / "output.txt").write_text(done.stdout + done.stderr, encoding="utf-8")
+    if not (folder / "compare.json").is_file():
+        said = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["nothing"]
+        raise SystemExit(
+            f"session {folder} wrote no compare.json (exit {done.returncode}): {said[0]}"
+        )
     data = json.loads((folder / "compare.json").read_text(encoding="utf-8"))
     data["exit"] = done.returncode
     return data
@@ -148,6 +154,8 @@ def main() -> int:
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     args, extra = parser.parse_args(argv[:split]), argv[split + 1 :]
+    # Absolute: ab starts each side's Python from folders of its own.
+    args.venvs, args.out = args.venvs.resolve(), args.out.resolve()
     if args.action == "setup":
         setup(args.venvs)
     elif args.action == "sessions":
