@@ -104,7 +104,8 @@ def wilson(hits: int, trials: int, z: float = 1.96) -> tuple[float, float]:
         z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials**2)),
     )
     scale = 1 + z * z / trials
-    return (centre - spread) / scale, (centre + spread) / scale
+    # Clamped: rounding can put a bound a hair outside [0, 1] ("-0%").
+    return max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale)
 
 
 def noise_class(comparison: dict[str, Any]) -> str:
