@@ -159,8 +159,9 @@ def _add_run_timing(run: argparse.ArgumentParser) -> None:
         default="1",
         metavar="N|auto",
         help="measure each cell in N fresh workers, in random interleaved order; statistics "
-        "then treat workers as the unit. auto: 3, then one more round at a time for the cells "
-        "whose interval across workers is wider than ±3 %%, up to 10 workers and 20 minutes",
+        "then treat workers as the unit. auto: a pilot of 3 workers a cell (not in the "
+        "numbers) plans how many each cell needs for its interval across workers within "
+        "±3 %%, from 3 to 10, within 20 minutes; those are then measured",
     )
     timing.add_argument(
         "--order-seed", type=int, default=0, metavar="N", help="seed of the --repeat order (0)"
@@ -357,24 +358,23 @@ def _execute(planned: api.PlannedRun, args: argparse.Namespace, look: float) -> 
             def execute(part: api.PlannedRun) -> Run:
                 return api.execute(part, results, progress, json_path, executor)
 
+            def again(part: api.PlannedRun) -> list[Cell]:
+                return api.measure_again(part, progress, executor)
+
             fresh = getattr(args, "resume", None) is None
             if getattr(args, "repeat", None) == adaptive.AUTO and fresh:
-                wanting, settings = adaptive.wide_cells(), adaptive.Adaptive()
-                record = adaptive.grow(
+                record, piloted = adaptive.pilot_then_grow(
                     planned,
                     execute,
-                    wanting,
-                    settings=settings,
+                    again,
+                    settings=adaptive.Adaptive(),
                     clock=time.monotonic,
                     on_round=progress.more,
                 )
+                api.keep_annotations(results, record, piloted, json_path)
             else:
                 record = execute(planned)
             if look > 0:
-
-                def again(part: api.PlannedRun) -> list[Cell]:
-                    return api.measure_again(part, progress, executor)
-
                 annotated = adaptive.second_look(record, planned, again, look, progress.more)
                 api.keep_annotations(results, record, annotated, json_path)
     finally:
