@@ -275,16 +275,32 @@ def test_stopping_at_the_first_verdict_keeps_its_level_only_with_the_shared_budg
 
 
 @pytest.mark.slow
-def test_run_repeat_auto_stores_the_pilot_beside_the_workers_it_planned(tmp_path: Path) -> None:
+def test_run_repeat_auto_stores_the_pilot_beside_the_workers_it_planned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from stackwars.cli import main
     from stackwars.results.store import Store
 
     db = str(tmp_path / "s.sqlite")
     argv = ["run", "--workload", "gemm", "--param", "n=16", "--stacks", "numpy", "--repeat"]
     assert main([*argv, "auto", "--budget", "0.05", "--quiet", "--db", db]) == 0
+    assert "--repeat auto: a pilot of 3 workers a cell (not in the numbers) planned" in " ".join(
+        capsys.readouterr().out.split()
+    )
     record = Store(Path(db)).load_run("latest")
     first = next(cell for cell in record.cells if cell.repeat == 0)
     piloted = first.settings["pilot"]
     assert piloted["workers"] == 3 and len(piloted["medians_s"]) == 3
     assert len(record.cells) == piloted["planned_workers"]  # the pilot's three not among them
     assert sorted(cell.repeat for cell in record.cells) == list(range(len(record.cells)))
+
+
+def test_the_pilot_line_says_what_was_planned_and_what_the_budget_cut() -> None:
+    from stackwars.report.sampling import pilot_line
+
+    rng = random.Random(0)
+    cells = [worker(NOISY, repeat, 0.01, rng) for repeat in range(4)]
+    cells[0].settings["pilot"] = {"workers": 3, "medians_s": [1e-3] * 3, "planned_workers": 6}
+    line = pilot_line(cells)
+    assert "planned 6 to 6 workers" in line and "1 cell(s) stopped short" in line
+    assert pilot_line(cells[1:]) == ""

@@ -21,8 +21,9 @@ from stackwars.instruments.maxbatch.service import max_batches
 from stackwars.instruments.profile.task import profile_run
 from stackwars.report import profile as render
 from stackwars.report.console import report_console, warn
-from stackwars.report.derived import derived_tables, second_look_line
+from stackwars.report.derived import derived_tables
 from stackwars.report.progress import Progress
+from stackwars.report.sampling import pilot_line, second_look_line
 from stackwars.report.table import build_tables, render_markdown, render_rich, status_counts
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.run import Run
@@ -400,6 +401,8 @@ def _show(record: Run, args: argparse.Namespace, results: Store, look: float) ->
         )
     if look > 0:
         console.print(second_look_line(merged))
+    if pilot_line(record.cells):
+        console.print(pilot_line(record.cells))
     derived, derived_markdown = derived_tables(record.cells)
     for table in derived:
         console.print(table)

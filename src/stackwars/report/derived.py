@@ -1,6 +1,6 @@
 """What a run's cells imply beyond their own rows, for ``run`` and ``show``: what compiling
 buys (``results/compile.py``) and the Keras comparisons (``results/unified.py``), as terminal
-tables and as Markdown; what run's second look checked and found."""
+tables and as Markdown."""
 
 from __future__ import annotations
 
@@ -23,15 +23,3 @@ def derived_tables(cells: Sequence[Cell]) -> tuple[list[Any], str]:
     tables.extend(unified_tables(costs, races))
     markdown = compile_markdown(summaries) if summaries else ""
     return tables, markdown + unified_markdown(costs, races)
-
-
-def second_look_line(cells: Sequence[Cell]) -> str:
-    """What --second-look checked, and found."""
-    ok = [cell for cell in cells if cell.status == "ok"]
-    looked = [cell for cell in ok if cell.settings.get("second_look", {}).get("status") == "ok"]
-    apart = [cell for cell in looked if cell.settings.get("workers_disagree")]
-    return (
-        f"second look: {len(looked)} of {len(ok)} ok cells measured again in a fresh worker "
-        f"(--second-look, not in their numbers); {len(apart)} whose two workers disagree (≋); "
-        "the others rest on one process (--repeat 3 measures every cell across processes)"
-    )
