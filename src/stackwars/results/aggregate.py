@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Iterable
 
 from stackwars.results.machines import machine_of
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellKey
 from stackwars.timing.compare import bootstrap_median_ci, within_worker_sd
 from stackwars.timing.stats import summarize
 
@@ -37,11 +37,19 @@ TIME_FIELDS = (
 )
 
 
+def workers_by_cell(cells: Iterable[Cell]) -> dict[CellKey, list[Cell]]:
+    """Each cell's workers (every status), in first-seen order."""
+    groups: dict[CellKey, list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault(cell.key(), []).append(cell)
+    return groups
+
+
 def merge_repeats(cells: Iterable[Cell]) -> list[Cell]:
     """One cell per key and machine among the ok cells, in first-seen order; other cells
     unchanged."""
-    groups: dict[tuple[tuple[str, str, str, str, bool], str | None], list[Cell]] = {}
-    order: list[Cell | tuple[tuple[str, str, str, str, bool], str | None]] = []
+    groups: dict[tuple[CellKey, str | None], list[Cell]] = {}
+    order: list[Cell | tuple[CellKey, str | None]] = []
     for cell in cells:
         if cell.status != "ok" or not cell.steady.samples_s:
             order.append(cell)

@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from stackwars.results.aggregate import workers_by_cell
 from stackwars.results.machines import mixed_machines
 from stackwars.results.schema import Cell
 from stackwars.timing.compare import (
@@ -42,7 +43,6 @@ from stackwars.timing.compare import (
 from stackwars.timing.family import Family, holm
 from stackwars.timing.sequential import Looks
 
-Key = tuple[str, str, str, str, bool]
 NOT_COMPARABLE = "not comparable"
 ONLY_CANDIDATE = "only in the candidate run"
 ONLY_BASELINE = "only in the baseline"
@@ -71,13 +71,6 @@ class ComparisonRow:
     @property
     def judged(self) -> bool:
         return self.result is not None and not self.note
-
-
-def _workers(cells: Iterable[Cell]) -> dict[Key, list[Cell]]:
-    groups: dict[Key, list[Cell]] = {}
-    for cell in cells:
-        groups.setdefault(cell.key(), []).append(cell)
-    return groups
 
 
 def _ok(cell: Cell) -> bool:
@@ -192,7 +185,7 @@ def compare_runs(
     the candidate is a broken candidate. ``run_drift`` (estimated with ``run_drift_df``
     degrees of freedom) is the run-to-run term of two single separate runs; ``plan=False``
     leaves out the workers that would decide (for callers that judge the cells again)."""
-    base, cand = _workers(baseline), _workers(candidate)
+    base, cand = workers_by_cell(baseline), workers_by_cell(candidate)
     rows = []
     for key, cells in base.items():
         if key in cand:
@@ -233,9 +226,11 @@ def compare_rounds(
         plan=False,
     )
     by_label = {row.label: row for row in pooled}
-    per_round = [(_workers(b), _workers(c)) for b, c in zip(baseline, candidate, strict=True)]
+    per_round = [
+        (workers_by_cell(b), workers_by_cell(c)) for b, c in zip(baseline, candidate, strict=True)
+    ]
     rows = []
-    for key, workers in _workers(cell for cells in baseline for cell in cells).items():
+    for key, workers in workers_by_cell(cell for cells in baseline for cell in cells).items():
         row = by_label[label(workers[0])]
         if row.judged:
             row = _paired_row(
@@ -316,7 +311,7 @@ def compare_stacks(
     cells: Iterable[Cell], baseline: str, threshold: float, within_process: bool = False
 ) -> list[ComparisonRow]:
     """Every stack against ``baseline`` for each workload, parameters, device and host setting."""
-    groups = _workers(cells)
+    groups = workers_by_cell(cells)
     rows = []
     for key, base in groups.items():
         if key[2] != baseline:

@@ -23,9 +23,7 @@ from typing import Any
 
 from stackwars.frameworks import FRAMEWORKS, Stack, split_stack
 from stackwars.results.aggregate import merge_repeats
-from stackwars.results.schema import Cell
-
-Key = tuple[str, str, str, str, bool]
+from stackwars.results.schema import Cell, CellKey
 
 
 @dataclass(frozen=True)
@@ -69,7 +67,7 @@ def compile_summaries(cells: Iterable[Cell]) -> list[CompileSummary]:
     """One summary per compiled cell that ended ok, and per cell with a warm start measured."""
     raw = list(cells)
     merged = {cell.key(): cell for cell in merge_repeats(raw) if cell.status == "ok"}
-    first_runs: dict[Key, list[float]] = {}
+    first_runs: dict[CellKey, list[float]] = {}
     for cell in raw:
         if cell.status == "ok" and cell.times.first_run_s is not None:
             first_runs.setdefault(cell.key(), []).append(cell.times.first_run_s)
@@ -101,13 +99,13 @@ def _eager_of(stack: str) -> str:
     return str(Stack(framework, "eager", environment))
 
 
-def _eager_key(cell: Cell) -> Key:
+def _eager_key(cell: Cell) -> CellKey:
     workload, params, stack, device, to_host = cell.key()
     return (workload, params, _eager_of(stack), device, to_host)
 
 
 def _summary(
-    cell: Cell, merged: dict[Key, Cell], first_runs: dict[Key, list[float]]
+    cell: Cell, merged: dict[CellKey, Cell], first_runs: dict[CellKey, list[float]]
 ) -> CompileSummary:
     warm = cell.warm_start
     summary = CompileSummary(

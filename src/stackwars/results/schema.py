@@ -52,9 +52,13 @@ SCHEMA_VERSION = 2
 STATUSES = ("ok", "mismatch", "oom", "timeout", "error", "unsupported")
 
 
+# workload, parameters as text, stack, device, results copied to host
+CellKey = tuple[str, str, str, str, bool]
+
+
 def cell_key(
     workload: str, params: dict[str, Any], stack: str, device: str, to_host: bool
-) -> tuple[str, str, str, str, bool]:
+) -> CellKey:
     """What identifies a cell within a run (and across runs, for comparisons)."""
     text = ",".join(f"{k}={params[k]}" for k in sorted(params))
     return (workload, text, stack, device, to_host)
@@ -196,7 +200,7 @@ class Cell:
     # Where the cell ran (results.metadata.node_info, plus "executor"); {} when it ran nowhere.
     node: dict[str, Any] = field(default_factory=dict)
 
-    def key(self) -> tuple[str, str, str, str, bool]:
+    def key(self) -> CellKey:
         return cell_key(self.workload, self.params, self.stack, self.device, self.to_host)
 
     def label(self) -> str:

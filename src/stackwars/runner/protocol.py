@@ -13,7 +13,7 @@ from typing import Any
 
 from stackwars.frameworks import split_stack, stack_environment
 from stackwars.frameworks.base import RunSettings
-from stackwars.results.schema import cell_key
+from stackwars.results.schema import CellKey, cell_key
 from stackwars.timing.timer import TimingConfig
 
 
@@ -46,7 +46,7 @@ class CellSpec:
         host = " →host" if self.to_host else ""
         return f"{self.workload}({params}) on {self.stack}{host} @ {self.device}"
 
-    def key(self) -> tuple[str, str, str, str, bool]:
+    def key(self) -> CellKey:
         return cell_key(self.workload, self.params, self.stack, self.device, self.to_host)
 
 

@@ -30,9 +30,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from stackwars.errors import UsageError
-from stackwars.results.aggregate import workers_disagree
+from stackwars.results.aggregate import workers_by_cell, workers_disagree
 from stackwars.results.run import Run
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellKey
 from stackwars.runner import plan
 from stackwars.runner.protocol import CellSpec
 from stackwars.service import api
@@ -44,7 +44,6 @@ AUTO = "auto"
 ACROSS_WORKERS_TARGET = 0.03
 
 Wanting = Callable[[Run], list[CellSpec]]
-CellKey = tuple[str, str, str, str, bool]
 
 
 @dataclass(frozen=True)
@@ -213,7 +212,7 @@ def pilot_then_grow(
     annotated with its pilot (``settings.pilot``: to be stored again)."""
     start = clock()
     on_round([cell.spec.stack for cell in planned.cells if not cell.skip_reason])
-    pilots = _by_key(again(planned))
+    pilots = workers_by_cell(again(planned))
     needs = {key: workers_for(cells, settings, target) for key, cells in pilots.items()}
     record = grow(
         planned, execute, planned_workers(needs), settings=settings, clock=clock,
@@ -250,7 +249,7 @@ def planned_workers(needs: dict[CellKey, int]) -> Wanting:
     """The cells with fewer workers in the run than ``needs`` plans for them."""
 
     def wanting(record: Run) -> list[CellSpec]:
-        measured = _by_key(record.cells)
+        measured = workers_by_cell(record.cells)
         return [
             CellSpec(c[0].workload, c[0].params, c[0].stack, c[0].device, c[0].to_host)
             for key, c in measured.items()
@@ -258,13 +257,6 @@ def planned_workers(needs: dict[CellKey, int]) -> Wanting:
         ]
 
     return wanting
-
-
-def _by_key(cells: Sequence[Cell]) -> dict[CellKey, list[Cell]]:
-    groups: dict[CellKey, list[Cell]] = {}
-    for cell in cells:
-        groups.setdefault(cell.key(), []).append(cell)
-    return groups
 
 
 def _median(cell: Cell) -> float:

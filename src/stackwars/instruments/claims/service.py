@@ -37,9 +37,10 @@ from stackwars.ir.analyse import analyse
 from stackwars.ir.capture import stages
 from stackwars.ir.normalise import normalise
 from stackwars.results import metadata
+from stackwars.results.aggregate import workers_by_cell
 from stackwars.results.compile import graphs_per_call
 from stackwars.results.run import Run
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellKey
 from stackwars.results.store import Store
 from stackwars.runner import plan
 from stackwars.runner.protocol import CellSpec
@@ -53,7 +54,6 @@ from stackwars.timing.compare import DEFAULT_ALPHA, Samples
 # built-in set within 15 minutes at --repeat 3.
 CLAIMS_TIMING = {"steady_budget_s": 1.0, "warmup_budget_s": 2.0, "latency_budget_s": 0.2}
 IR_STAGE = "stablehlo"
-Key = tuple[str, str, str, str, bool]
 Pair = tuple[Side, CellSpec]
 
 
@@ -147,8 +147,8 @@ def prepare(
     if accelerators is None:
         accelerators = {found["kind"] for found in metadata.detect_accelerators()}
     skipped = {c.id: why for c in claims if (why := unavailable(c, accelerators))}
-    timed: dict[Key, CellSpec] = {}
-    ir: dict[Key, CellSpec] = {}
+    timed: dict[CellKey, CellSpec] = {}
+    ir: dict[CellKey, CellSpec] = {}
     for claim in claims:
         if claim.id not in skipped:
             into = ir if claim.statistic == "ir-lines" else timed
@@ -191,7 +191,7 @@ def undecided_cells(prepared: ClaimCheck, settings: adaptive.Adaptive) -> adapti
     max_workers = settings.max_workers
 
     def wanting(record: Run) -> list[CellSpec]:
-        specs: dict[Key, CellSpec] = {}
+        specs: dict[CellKey, CellSpec] = {}
         for claim in prepared.claims:
             if claim.id in prepared.unavailable or claim.statistic == "ir-lines":
                 continue
@@ -213,7 +213,7 @@ def conclude(
 ) -> list[ClaimResult]:
     """Capture the IR the claims count, judge every claim from the run's cells at ``alpha``
     (``Adaptive.alpha`` after --repeat auto) and store each judgement with the run."""
-    lines: dict[Key, int | str] = {}
+    lines: dict[CellKey, int | str] = {}
     for spec in prepared.ir:
         on_note(f"capturing the {IR_STAGE} of {spec.label()}")
         lines[spec.key()] = ir_lines(spec, prepared.planned)
@@ -242,7 +242,7 @@ def ir_lines(spec: CellSpec, planned: api.PlannedRun) -> int | str:
 def judge(
     claim: Claim,
     cells: Sequence[Cell],
-    lines: Mapping[Key, int | str],
+    lines: Mapping[CellKey, int | str],
     missing: str = "",
     alpha: float = DEFAULT_ALPHA,
 ) -> ClaimResult:
@@ -259,9 +259,7 @@ def judge(
             else Judgement(INCONCLUSIVE, reason=f"no {IR_STAGE}: {found}")
         )
     else:
-        workers: dict[Key, list[Cell]] = {}
-        for cell in cells:
-            workers.setdefault(cell.key(), []).append(cell)
+        workers = workers_by_cell(cells)
         judgement = _problem(specs, workers) or _measured(claim, specs, workers, alpha)
     unit = UNITS.get(claim.statistic, "x")
     return ClaimResult(
@@ -284,7 +282,7 @@ def judge(
     )
 
 
-def _problem(specs: Sequence[CellSpec], workers: Mapping[Key, list[Cell]]) -> Judgement | None:
+def _problem(specs: Sequence[CellSpec], workers: Mapping[CellKey, list[Cell]]) -> Judgement | None:
     """Why the cells cannot be judged (a cell that never ran, or did not end ok), if so."""
     for spec in specs:
         found = workers.get(spec.key(), [])
@@ -318,7 +316,7 @@ UNITS = {
 
 
 def _measured(
-    claim: Claim, specs: Sequence[CellSpec], workers: Mapping[Key, list[Cell]], alpha: float
+    claim: Claim, specs: Sequence[CellSpec], workers: Mapping[CellKey, list[Cell]], alpha: float
 ) -> Judgement:
     sides = claim.sides()
     if claim.kind == COUNT:
@@ -354,7 +352,7 @@ class _NoData(Exception):
     pass
 
 
-def _samples(side: Side, spec: CellSpec, workers: Mapping[Key, list[Cell]]) -> Samples:
+def _samples(side: Side, spec: CellSpec, workers: Mapping[CellKey, list[Cell]]) -> Samples:
     """Each worker's values of the side's statistic (steady: every block's per-call time)."""
     found: list[list[float]] = []
     for cell in workers[spec.key()]:
