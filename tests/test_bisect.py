@@ -48,7 +48,7 @@ ALPHA = 0.05 / 8
 def own_environments(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Each test's environments in a folder of its own, checked afresh."""
     monkeypatch.setenv(environments.ROOT_VARIABLE, str(tmp_path / "environments"))
-    running.problem.cache_clear()
+    running.forget_problems()
 
 
 def test_the_plan_comes_from_the_recorded_index_answer() -> None:

@@ -159,6 +159,7 @@ def test_cold_then_warm_reruns_the_first_run_with_the_filled_cache(tmp_path: Pat
     out = tmp_path / "run.json"
     argv = ["run", "--workload", "gemm", "--param", "n=32", "--stacks", "numpy,jax:jit"]
     argv += ["--cache", "cold-then-warm", "--preallocate", "--budget", "0.05", "--quiet"]
+    argv += ["--second-look", "0"]
     assert main([*argv, "--db", str(tmp_path / "db"), "--json", str(out)]) == 0
     data = json.loads(out.read_text())
     cells = {c["stack"]: c for c in data["cells"]}

@@ -24,6 +24,8 @@ def test_gemm_on_every_installed_stack_in_fresh_workers(tmp_path: Path) -> None:
         str(tmp_path / "db"),
         "--budget",
         "0.05",
+        "--second-look",
+        "0",
         "--quiet",
         "--json",
         str(out),

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(autouse=True)
 def fresh_checks() -> None:
-    running.problem.cache_clear()
+    running.forget_problems()
 
 
 def test_base_pins_are_the_constraints_versions() -> None:

@@ -36,7 +36,8 @@ def hostile(tmp_path: Path) -> dict[str, str]:
 def run_cells(tmp_path: Path, name: str, args: list[str]) -> list[dict[str, Any]]:
     out = tmp_path / f"{name}.json"
     env = {**os.environ, **hostile(tmp_path), "STACKWARS_DB": str(tmp_path / "db.sqlite")}
-    argv = [*STACKWARS, "run", *args, "--budget", "0.05", "--quiet", "--json", str(out)]
+    argv = [*STACKWARS, "run", *args, "--budget", "0.05", "--second-look", "0", "--quiet"]
+    argv += ["--json", str(out)]
     done = subprocess.run(
         argv, check=False, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
     )

@@ -116,6 +116,8 @@ def test_run_capture_ir_stores_the_ir_with_the_run(tmp_path: Path) -> None:
         "numpy,jax:jit",
         "--budget",
         "0.05",
+        "--second-look",
+        "0",
         "--quiet",
         "--db",
         str(db),

@@ -67,6 +67,9 @@ KERNELS = (
     "stackwars run --workload-file my_kernels.py --workload my-kernel --stacks "
     "numpy,torch:eager,torch:compile"
 )
+LAZY_OPS = (
+    "stackwars run --suite stack-wars-ops --stacks jax:jit,torch:xla,torch:compile,torch-xla:lazy"
+)
 BISECT_PLAN = (
     "stackwars bisect --stacks jax:eager --good 0.9.2 --bad 0.10.2 --dry-run -- --workload selu "
     "--param n=2000"
@@ -89,9 +92,11 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     # The user's environment (tests/conftest.py): made by the README's test command before the
     # tests, so here it is found ready.
     "stackwars env create torch-xla": [["env", "create", "torch-xla"]],
-    "stackwars run --suite stack-wars-ops --stacks jax:jit,torch:xla,torch:compile,"
-    "torch-xla:lazy": [
-        ["run", "--suite", "stack-wars-ops", *OPS, "--stacks", "jax:jit,torch-xla:lazy", *FAST]
+    LAZY_OPS: [
+        [
+            *["run", "--suite", "stack-wars-ops", *OPS, "--stacks", "jax:jit,torch-xla:lazy"],
+            *["--json", "ops-lazy.json", *FAST],
+        ]
     ],
     "stackwars run --suite compile-cache": [["run", "--suite", "compile-cache", *OPS, *SMALL]],
     "stackwars run --suite models": [
@@ -420,6 +425,8 @@ WHY = {
     "stackwars import baseline.json": "into another store: the run itself stored it already",
     "stackwars run --suite-file my_suite.toml": "--param n=32 keeps the file and its stacks",
     KERNELS: "--json kernels.json: the test reads that every stack ended ok",
+    LAZY_OPS: "--json ops-lazy.json: the test reads what seed 001's operations did on "
+    "torch-xla:lazy (tests/test_torch_lazy.py checks the rest of that stack)",
     "ray start --head --port 6379": "a free port: 6379 may be taken on a shared machine",
     "stackwars run --suite stack-wars --executor ray --ray-address HEAD:6379": "the head "
     "started above, on loopback",
@@ -487,6 +494,27 @@ GROUPS = {
 # Groups whose lines read a stored run ('latest', history) that no line of theirs made: a
 # tiny run is stored first, as a reader of that section would have one.
 SEEDED = {"results": ["run", "--workload", "gemm", "--param", "n=16", *SMALL]}
+
+
+def lazy_ops_ok(folder: Path) -> bool:
+    """Seed 001's operations on torch-xla:lazy, run from the README (issue 001's own system):
+    every cell ok against the float64 reference, in the environment's pinned torch and
+    torch_xla, its first run compiling and every steady call executing one graph."""
+    data = json.loads((folder / "ops-lazy.json").read_text(encoding="utf-8"))
+    cells = [cell for cell in data["cells"] if cell["stack"] == "torch-xla:lazy"]
+    assert {cell["workload"] for cell in cells} == {"gemm", "ffn", "mha"}
+    assert {cell["params"].get("task") for cell in cells} >= {"forward", "grad"}
+    assert [(c["workload"], c["reason"]) for c in cells if c["status"] != "ok"] == []
+    for cell in cells:
+        assert cell["parity"]["reference"], "checked against the float64 NumPy reference"
+        assert cell["settings"]["versions"]["torch"].startswith("2.9.0")
+        assert cell["settings"]["versions"]["torch_xla"] == "2.9.0"
+        assert cell["counters"]["first_run"]["graphs_compiled"] >= 1
+        steady = cell["counters"]["steady"]
+        assert steady["graphs_executed"] == steady["calls"]
+    return True
+
+
 # What a line leaves in its folder, checked after its group.
 LEFT_BEHIND = {
     "stackwars export RUN --format json|csv [--out F]": lambda folder: (
@@ -500,6 +528,7 @@ LEFT_BEHIND = {
     "stackwars ir --workload ffn --stacks jax:jit,torch:xla --diff jax:jit torch:xla": lambda f: (
         bool(list(f.glob("stackwars-ir/*/jax_jit/stablehlo.txt")))
     ),
+    LAZY_OPS: lazy_ops_ok,
     KERNELS: lambda folder: (
         [
             cell["status"]

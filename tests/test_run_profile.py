@@ -65,7 +65,8 @@ def test_run_profile_profiles_the_ok_cells_after_timing_them(
 ) -> None:
     db, out = tmp_path / "db.sqlite", tmp_path / "run.json"
     argv = ["run", "--workload", "selu", "--param", "n=64", "--stacks", "numpy,torch:eager"]
-    options = ["--budget", "0.05", "--quiet", "--db", str(db), "--json", str(out)]
+    options = ["--budget", "0.05", "--second-look", "0", "--quiet", "--db", str(db)]
+    options += ["--json", str(out)]
     assert main([*argv, *options, "--profile"]) == 0
     printed = capsys.readouterr().out
     written: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
@@ -91,7 +92,8 @@ def test_run_profile_names_the_stacks_to_profile(
 ) -> None:
     db = tmp_path / "db.sqlite"
     argv = ["run", "--workload", "gemm", "--param", "n=16", "--stacks", "numpy,torch:eager"]
-    assert main([*argv, "--budget", "0.05", "--quiet", "--db", str(db), "--profile", "torch"]) == 0
+    argv += ["--budget", "0.05", "--second-look", "0", "--quiet", "--db", str(db)]
+    assert main([*argv, "--profile", "torch"]) == 0
     capsys.readouterr()
     (found,) = store.Store(db).load_run("latest").profiles
     assert found["stack"] == "torch:eager" and found["status"] == "ok"

@@ -20,6 +20,7 @@ from stackwars.instruments.selftest.worker import (
     calibrate,
     check_calibration,
     min_call_s,
+    next_size,
 )
 
 
@@ -76,7 +77,8 @@ def test_a_cpu_needs_min_call_s_whatever_its_overheads() -> None:
     assert min_call_s("cpu", None) == MIN_CALL_S
     calibration = calibrated("cpu", 5e-6, 1e11, MAX_N)
     assert calibration.overhead_s is None
-    assert (calibration.n, calibration.reached) == (1024, True)  # 2·512³/1e11 = 2.7 ms
+    # 2·512³/1e11 = 2.7 ms: too short; the n³ law aims 1.5x 5 ms at 721, on a multiple of 64
+    assert (calibration.n, calibration.reached) == (768, True)  # 2·768³/1e11 = 9.1 ms
     assert calibration.min_call_s == MIN_CALL_S
 
 
@@ -84,7 +86,8 @@ def test_an_accelerator_needs_a_multiple_of_its_measured_fixed_cost() -> None:
     calibration = calibrated("gpu", 20e-6, 5e13, ACCELERATOR_MAX_N)
     assert calibration.overhead_s == pytest.approx(20e-6, rel=0.01)
     assert calibration.min_call_s == pytest.approx(50 * 20e-6, rel=0.01)
-    assert calibration.reached and calibration.n == 4096  # 2·2048³/5e13 = 0.34 ms: too short
+    # 2·2048³/5e13 = 0.34 ms: too short; 3328 is aimed at 1.5 ms
+    assert calibration.reached and calibration.n == 3328
 
 
 def test_the_minimum_never_falls_below_a_floor_nor_rises_above_min_call_s() -> None:
@@ -100,8 +103,26 @@ def test_a_fast_gpu_stays_under_its_minimum_at_the_cpus_largest_size() -> None:
     assert check.passed is None
     assert "not reached at the largest size allowed" in check.message
     enough = calibrated("gpu", 20e-6, 1e15, ACCELERATOR_MAX_N)
-    assert enough.reached and enough.n == 8192  # 2·8192³/1e15 = 1.1 ms
+    # From 4096 the n³ law aims at 9,600, past a doubling: at most double, 2·8192³/1e15 = 1.1 ms
+    assert enough.reached and enough.n == 8192
     assert check_calibration(enough).passed is True
+
+
+@pytest.mark.parametrize("flops_per_s", [3e10, 1e11, 2.04e11, 4.21e11, 1e12])
+def test_a_cpu_call_lands_near_its_minimum_not_eight_times_past_it(flops_per_s: float) -> None:
+    """Doubling n multiplies a call by eight: 1024² at 4.5 ms became 2048² at 36 ms, and the
+    checks' 112 timed calls paid for it. Past a size too small, the next is aimed at 1.5 times
+    the minimum, so a call lands between the minimum and twice the aim."""
+    calibration = calibrated("cpu", 5e-6, flops_per_s, MAX_N)
+    assert calibration.reached
+    assert MIN_CALL_S <= calibration.call_s <= 3 * MIN_CALL_S, calibration
+
+
+def test_next_size_grows_by_whole_steps_at_most_double_and_never_past_the_largest() -> None:
+    assert next_size(256, 1e-9, 5e-3, MAX_N) == 512  # pure fixed cost: no leap past double
+    assert next_size(1024, 4.99e-3, 5e-3, MAX_N) == 1216  # just short: about 1.5x the work
+    assert next_size(256, 4.99e-3, 5e-3, MAX_N) == 320  # the next step up
+    assert next_size(1024, 4.99e-3, 5e-3, 1100) == 1100
 
 
 def test_run_checks_lets_an_accelerator_use_larger_sizes(monkeypatch: pytest.MonkeyPatch) -> None:

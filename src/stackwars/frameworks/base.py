@@ -355,6 +355,11 @@ class Framework(ABC):
     def to_host(self, out: Any) -> list[Any]:
         """Copy every array in ``out`` to host NumPy arrays (flattened, in order)."""
 
+    def settle(self) -> None:  # noqa: B027 (a hook: most stacks leave nothing pending)
+        """Run what host code left pending on the device (a lazy stack's recorded copies), so
+        that the next call's work is the function's own; nothing for stacks that run each
+        operation as it is called (the default)."""
+
     def is_async(self) -> bool:
         """Whether a call may return before its work is done (dispatch time differs)."""
         return False

@@ -121,9 +121,12 @@ class TorchLazyFramework(TorchFramework):
         # What the set-up left pending (a model's weights copied into its module) is cut and
         # run now, so that the first timed call's graph is the function's own: otherwise it
         # would hold the copies, and the second call would compile the function again.
-        torch_xla.sync()
-        _torch_xla("core.xla_model").wait_device_ops()
+        self.settle()
         return step
+
+    def settle(self) -> None:
+        _torch_xla().sync()
+        _torch_xla("core.xla_model").wait_device_ops()
 
     def to_device(self, arrays: Sequence[Any]) -> tuple[Any, ...]:
         import torch

@@ -76,10 +76,22 @@ def inspect(environment: str, imports: Sequence[str]) -> dict[str, Any]:
     raise RuntimeError(lines[-1] if lines else end.status)
 
 
-@functools.cache
 def problem(environment: str, imports: tuple[str, ...] = ()) -> str:
     """'' when ``environment`` can run a worker that imports ``imports`` (and holds its
-    spec's pinned versions); else one line saying why, with the fix. Checked once a process."""
+    spec's pinned versions); else one line saying why, with the fix. Checked once a process
+    for each folder it is looked for in (the root STACKWARS_ENVS names, when it is set):
+    asking a Python in the environment takes seconds."""
+    return _problem(environments.folder(environment), environment, imports)
+
+
+def forget_problems() -> None:
+    """Check every environment afresh: one was just made or removed."""
+    _problem.cache_clear()
+
+
+@functools.cache
+def _problem(folder: Path, environment: str, imports: tuple[str, ...]) -> str:
+    del folder  # the cache's key: the same name elsewhere is another environment
     absent = environments.absent_reason(environment)
     if absent:
         return absent

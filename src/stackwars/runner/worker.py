@@ -384,6 +384,9 @@ class CellRun:
             outputs = framework.to_host(fn(*args))
         else:
             bound.reset()
+            # The reset's copies run apart: in the step's graph they would make it a graph of
+            # its own, compiled again (4 s for a tiny ResNet's train step on torch-xla).
+            framework.settle()
             outputs, computed = bound.host_outputs(fn(*args)), bound.computed_dtype
         reference = self.workload.reference(self.params, inputs)
         if reference is None:

@@ -105,7 +105,7 @@ def create(name: str, pins: Sequence[str], *, force: bool, say: Say) -> Creation
     seconds = time.monotonic() - started
     found = running.inspect(name, spec.imports)
     _describe(spec, folder, found, seconds)
-    running.problem.cache_clear()
+    running.forget_problems()
     state = _state(name)
     if state.problem:
         raise UsageError(f"{state.problem} (the install's log: {folder / 'create.log'})")
@@ -117,7 +117,7 @@ def remove(name: str) -> Path:
     if not folder.exists():
         raise UsageError(f"environment {name!r} does not exist (looked in {folder})")
     shutil.rmtree(folder)
-    running.problem.cache_clear()
+    running.forget_problems()
     return folder
 
 
