@@ -133,14 +133,40 @@ def analyse(out: Path) -> None:
         low, high = wilson(fails, len(data))
         counts = {name: outcomes.count(name) for name in ("pass", "fail", "underpowered")}
         rate = f"fail {fails / len(data):.0%} [{low:.0%}, {high:.0%}]"
-        print(f"{kind}: {len(data)} sessions {counts}; {rate}")
-        for row in data[0]["rows"] if kind == "ab" else []:
-            cell = row["cell"]
-            changes = [r["comparison"] for item in data for r in item["rows"] if r["cell"] == cell]
-            measured = [c["ratio"] for c in changes if c]
-            if measured:
-                median = sorted(measured)[len(measured) // 2]
-                print(f"  {cell}: measured change {median - 1:+.1%}, {noise_class(changes[0])}")
+        elapsed = sorted(item["session"]["elapsed_s"] for item in data)
+        took = f"{elapsed[0]:.0f}-{elapsed[-1]:.0f} s each"
+        print(f"{kind}: {len(data)} sessions {counts}; {rate}; {took}")
+        by_cell(data)
+        if kind == "ab":
+            caught_by_class(data)
+
+
+def by_cell(data: list[dict[str, Any]]) -> None:
+    """Per cell: the change the sessions measured (median ratio), and in how many sessions
+    it ended each way (fail, equivalent, undecided)."""
+    cells = dict.fromkeys(row["cell"] for item in data for row in item["rows"])
+    for cell in cells:
+        rows = [row for item in data for row in item["rows"] if row["cell"] == cell]
+        ratios = sorted(row["comparison"]["ratio"] for row in rows if row["comparison"])
+        states = [row["gate_state"] for row in rows]
+        tally = ", ".join(f"{state} {states.count(state)}" for state in sorted(set(states)))
+        change = f"{ratios[len(ratios) // 2] - 1:+.1%}" if ratios else "none"
+        print(f"  {cell}: measured change {change}; {tally}")
+
+
+def caught_by_class(data: list[dict[str, Any]]) -> None:
+    """The regressed cells (``regressed-gemm``), each session's verdict on each, grouped by
+    the noise class that session's paired log ratios show: the power per class."""
+    found: dict[str, list[bool]] = {}
+    for item in data:
+        for row in item["rows"]:
+            if row["cell"].startswith("regressed-gemm") and row["comparison"]:
+                noise = noise_class(row["comparison"])
+                found.setdefault(noise, []).append(row["gate_state"] == "fail")
+    for noise, caught in sorted(found.items()):
+        low, high = wilson(sum(caught), len(caught))
+        share = f"{sum(caught)} of {len(caught)} ({sum(caught) / len(caught):.0%})"
+        print(f"  regressed cells, noise {noise}: caught {share} [{low:.0%}, {high:.0%}]")
 
 
 def main() -> int:
