@@ -20,7 +20,7 @@ import pytest
 
 from stackwars.instruments.ab import service as ab
 from stackwars.results.comparison import FAIL, PASS, UNDERPOWERED, Gate, compare_rounds, decide
-from stackwars.results.schema import Cell, Steady
+from stackwars.results.schema import Cell, Memory, Steady
 from stackwars.timing.family import holm
 from stackwars.timing.sequential import (
     Looks,
@@ -34,6 +34,7 @@ from stackwars.timing.sequential import (
 ROUND_EFFECT = 0.05
 LIMIT = 5.0  # --fail-above
 BLOCKS = 5  # steady blocks a worker; their spread is small beside the workers'
+TIME_GATE = Gate(LIMIT)  # time only: one hypothesis a cell
 
 Noise = Callable[[random.Random], float]  # a worker's log time offset
 
@@ -61,7 +62,12 @@ SUITE += (quiet,)  # nine cells, as the issue's fresh-session proof asks
 def worker(name: str, log_time: float, rng: random.Random) -> Cell:
     blocks = [math.exp(log_time + rng.gauss(0, 0.002)) for _ in range(BLOCKS)]
     steady = Steady(median_s=sorted(blocks)[BLOCKS // 2], samples_s=blocks)
-    return Cell(workload=name, params={}, stack="numpy:eager", status="ok", steady=steady)
+    # A worker's resident peak: 200 MiB, 1 % between workers (a memory hypothesis a cell when
+    # the gate has --fail-memory-above, as the fresh sessions' gate does).
+    memory = Memory(peak_rss_bytes=round(200 * 2**20 * math.exp(rng.gauss(0, 0.01))))
+    cell = Cell(workload=name, params={}, stack="numpy:eager", status="ok", steady=steady)
+    cell.memory = memory
+    return cell
 
 
 def one_round(
@@ -79,11 +85,14 @@ def one_round(
 
 
 def session_outcome(
-    seed: int, suite: tuple[Noise, ...] = SUITE, slowed: dict[int, float] | None = None
+    seed: int,
+    suite: tuple[Noise, ...] = SUITE,
+    slowed: dict[int, float] | None = None,
+    gate: Gate = TIME_GATE,
 ) -> tuple[str, tuple[str, ...]]:
     """One simulated `ab --fail-above 5` session: the gate's outcome and its row states."""
     rng = random.Random(seed)
-    session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), Path(), gate=Gate(LIMIT))
+    session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), Path(), gate=gate)
     base: list[list[Cell]] = []
     cand: list[list[Cell]] = []
     rows = []
@@ -124,6 +133,45 @@ def test_a_quiet_cell_slowed_by_ten_percent_fails_most_sessions() -> None:
     80 % of sessions, within the default 10 rounds."""
     outcomes = [session_outcome(seed, slowed={0: 0.10})[0] for seed in range(40)]
     assert outcomes.count(FAIL) >= 0.8 * len(outcomes), outcomes.count(FAIL)
+
+
+# The fresh sessions' gate (benchmarks/power/fresh_sessions.py, docs/ci.md's recipe): twelve
+# cells, time and memory each a hypothesis, 24 in the family.
+FRESH_GATE = Gate(LIMIT, fail_memory_above=10.0)
+FRESH_SUITE = (quiet,) * 6 + (noisy, noisy, two_speed, two_speed, disturbed, quiet)
+
+
+def test_in_a_family_of_24_a_quiet_cell_slowed_by_ten_percent_fails_most_sessions() -> None:
+    """The fresh sessions' family: Holm's first level is 0.05 / 24 = 0.0021, which a sign flip
+    of a trimmed mean never reached in ten rounds (its floor 2^-8 = 0.0039: fresh A/B sessions
+    caught none of six regressed cells, +14 to +23 %); the signed-rank flip reaches 2^-10."""
+    outcomes = [
+        session_outcome(seed, FRESH_SUITE, slowed={0: 0.10}, gate=FRESH_GATE)[0]
+        for seed in range(40)
+    ]
+    assert outcomes.count(FAIL) >= 0.8 * len(outcomes), outcomes.count(FAIL)
+
+
+def test_in_a_family_of_24_a_a_sessions_fail_at_most_alpha() -> None:
+    outcomes = [session_outcome(seed, FRESH_SUITE, gate=FRESH_GATE)[0] for seed in range(60)]
+    assert outcomes.count(FAIL) <= 0.05 * len(outcomes), outcomes.count(FAIL)
+
+
+def test_the_sign_flip_reaches_two_to_the_minus_n_when_every_round_is_above() -> None:
+    """No floor below 2^-n: the statistic counts every round (a trimmed mean ignored the
+    rounds it trimmed, and their 2^trimmed sign patterns tied with the one seen)."""
+    rounds = [0.148, 0.121, 0.189, 0.15, 0.095, 0.158, 0.159, 0.155, 0.14, 0.146]  # +16 %, seen
+    assert float(flip_p_above([rounds], math.log1p(0.05))[0]) == pytest.approx(2**-10)
+    # One wild round weighs as the largest rank, no more: 45 - 10 seen, 4.2 % of patterns.
+    wild = [*rounds[:9], -3.0]
+    share = sum(1 for pattern in range(1024) if _rank_sum(pattern) >= 35) / 1024
+    assert float(flip_p_above([wild], math.log1p(0.05))[0]) == pytest.approx(share)
+    assert share == pytest.approx(43 / 1024)
+
+
+def _rank_sum(pattern: int) -> int:
+    """The signed rank sum of ranks 1..10 with the signs of ``pattern``'s bits (1: negative)."""
+    return sum(-rank if pattern >> (rank - 1) & 1 else rank for rank in range(1, 11))
 
 
 def test_a_noisy_cell_slowed_by_ten_percent_never_passes() -> None:

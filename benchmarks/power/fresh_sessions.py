@@ -4,6 +4,8 @@
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind aa --count 20 --out DIR
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind ab --count 20 --out DIR
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind quick --count 20 --out DIR
+    python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind separate --count 20 \
+        --out DIR
     python benchmarks/power/fresh_sessions.py analyse --out DIR
     python benchmarks/power/fresh_sessions.py sessions ... -- AB_OPTIONS [-- RUN_OPTIONS]
 
@@ -18,7 +20,10 @@ sessions already there):
   nothing changed;
 * ``ab``: the same cells, the candidate's GEMM slowed through ``regressed_gemm.py``'s ``extra``
   (the change reported is the one measured, from the session's own rounds);
-* ``quick``: the README's recipe exactly (``-- --suite quick``, default budget).
+* ``quick``: the README's recipe exactly (``-- --suite quick``, default budget);
+* ``separate``: docs/ci.md's "Two separate runs": the twelve cells run ``--repeat 3`` in the
+  baseline environment, then in the candidate's, then ``stackwars compare`` with the same gate
+  (the run-to-run term its default); the session's time is written into its compare.json.
 
 ``analyse`` tallies the outcomes (pass, fail, underpowered) with the Wilson 95 % interval of
 the suite-level false-alarm rate, and per cell its measured change and noise class (the
@@ -33,6 +38,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +53,10 @@ CELLS = [
     "--param", "n=256,512", "--stacks", STACKS,
 ]  # fmt: skip
 SLOWED = ["--candidate-env", "REGRESS_EXTRA=0.1"]
-KINDS = {"aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"]}
+KINDS = {"aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"], "separate": CELLS}
+# docs/ci.md's "Two separate runs": each side one run of three workers a cell, in its own
+# environment, one after the other, compared with its default run-to-run term.
+SEPARATE_REPEAT = ["--repeat", "3"]
 
 
 def python_of(venvs: Path, side: str) -> Path:
@@ -85,13 +94,46 @@ def session(venvs: Path, kind: str, folder: Path, extra: list[str]) -> dict[str,
     return data
 
 
+def separate_session(venvs: Path, folder: Path, extra: list[str]) -> dict[str, Any]:
+    """Two separate runs, baseline then candidate, each ``run --repeat 3`` in its own
+    environment and store, then ``compare`` with the gate (``extra``: more compare options);
+    compare.json with the exit status, and the seconds the session took."""
+    started = time.monotonic()
+    said = []
+    for side in ("baseline", "candidate"):
+        argv = [str(python_of(venvs, side)), "-m", "stackwars", "run", *CELLS, *SEPARATE_REPEAT]
+        argv += ["--quiet", "--json", str(folder / f"{side}.json")]
+        argv += ["--db", str(folder / f"{side}.sqlite")]
+        done = subprocess.run(argv, check=False, capture_output=True, text=True)
+        said.append(done.stdout + done.stderr)
+        if done.returncode != 0:
+            raise SystemExit(f"{side} run in {folder} ended {done.returncode}: {said[-1][-500:]}")
+    argv = [str(python_of(venvs, "candidate")), "-m", "stackwars", "compare"]
+    argv += [str(folder / "baseline.json"), str(folder / "candidate.json"), *GATE, *extra]
+    argv += ["--db", str(folder / "candidate.sqlite")]
+    argv += ["--json", str(folder / "compare.json"), "--markdown", str(folder / "compare.md")]
+    done = subprocess.run(argv, check=False, capture_output=True, text=True)
+    (folder / "output.txt").write_text("".join(said) + done.stdout + done.stderr, "utf-8")
+    if not (folder / "compare.json").is_file():
+        raise SystemExit(f"compare in {folder} wrote no compare.json (exit {done.returncode})")
+    data = json.loads((folder / "compare.json").read_text(encoding="utf-8"))
+    data["exit"] = done.returncode
+    # compare.json of separate runs has no session: its time is the two runs and the compare.
+    data.setdefault("session", {})["elapsed_s"] = time.monotonic() - started
+    (folder / "compare.json").write_text(json.dumps(data), encoding="utf-8")
+    return data
+
+
 def sessions(venvs: Path, kind: str, count: int, out: Path, extra: list[str]) -> None:
     for index in range(count):
         folder = out / kind / f"{index:03d}"
         if (folder / "compare.json").is_file():
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        data = session(venvs, kind, folder, extra)
+        if kind == "separate":
+            data = separate_session(venvs, folder, extra)
+        else:
+            data = session(venvs, kind, folder, extra)
         print(f"{kind} {index}: {data['outcome']} (exit {data['exit']})", flush=True)
 
 
