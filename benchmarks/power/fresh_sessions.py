@@ -7,6 +7,7 @@
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind separate --count 20 \
         --out DIR
     python benchmarks/power/fresh_sessions.py analyse --out DIR
+    python benchmarks/power/fresh_sessions.py redecide --out DIR
     python benchmarks/power/fresh_sessions.py sessions ... -- AB_OPTIONS [-- RUN_OPTIONS]
 
 ``setup`` makes two virtual environments of identical content (this checkout installed in
@@ -52,7 +53,10 @@ CELLS = [
     "--workload-file", str(REGRESSED), "--workload", "regressed-gemm,selu",
     "--param", "n=256,512", "--stacks", STACKS,
 ]  # fmt: skip
-SLOWED = ["--candidate-env", "REGRESS_EXTRA=0.1"]
+# The candidate's GEMM computes this share of its rows twice. REGRESS_EXTRA=0.1 measured +13 to
+# +25 % (two fresh A/B sessions, 2026-11-27: the extra slice costs more than its share at these
+# sizes); 0.065 aims at the issue's measured +10 % for the 512² cells. Reported as measured.
+SLOWED = ["--candidate-env", "REGRESS_EXTRA=0.065"]
 KINDS = {"aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"], "separate": CELLS}
 # docs/ci.md's "Two separate runs": each side one run of three workers a cell, in its own
 # environment, one after the other, compared with its default run-to-run term.
@@ -211,9 +215,46 @@ def caught_by_class(data: list[dict[str, Any]]) -> None:
         print(f"  regressed cells, noise {noise}: caught {share} [{low:.0%}, {high:.0%}]")
 
 
+def redecide(out: Path) -> None:
+    """Every kept ``ab`` session under ``out`` (``KIND/NNN/rounds``) decided again by this
+    checkout's gate from the rounds it kept: look by look from round 3, stopping as ``ab``
+    stops (every cell settled), on the sessions' design (``--fail-above 5
+    --fail-memory-above 10``, rounds 3 to 10). The measurements are the sessions' own and did
+    not depend on the gate (each ran its 10 rounds, or stopped when every cell was settled,
+    which a re-decision can only shorten). Writes each session's ``redecided.json`` and
+    prints the tally."""
+    from stackwars.instruments.ab import service as ab
+    from stackwars.results.comparison import Gate, decide
+
+    gate = Gate(5.0, fail_memory_above=10.0)
+    session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), out, gate=gate)
+    tally: dict[str, dict[str, int]] = {}
+    for folder in sorted(out.glob("*/*/rounds")):
+        files = {side: sorted(folder.glob(f"{side}-*.json")) for side in ("baseline", "candidate")}
+        kept = min(len(paths) for paths in files.values())
+        rows, rounds = [], 0
+        for rounds in range(session.min_rounds, kept + 1):
+            rows = ab.compare_files(
+                {side: paths[:rounds] for side, paths in files.items()}, session
+            )
+            if not ab.open_rows(rows, session):
+                break
+        verdict = decide(rows, gate, session.describe_looks())
+        states = dict(zip((row.label for row in rows), verdict.states, strict=True))
+        answer = {"outcome": verdict.outcome, "rounds": rounds, "states": states}
+        (folder.parent / "redecided.json").write_text(json.dumps(answer), encoding="utf-8")
+        group = folder.parent.parent.name
+        counts = tally.setdefault(group, {})
+        counts[verdict.outcome] = counts.get(verdict.outcome, 0) + 1
+    for group, counts in tally.items():
+        fails, total = counts.get("fail", 0), sum(counts.values())
+        low, high = wilson(fails, total)
+        print(f"{group}, re-decided: {total} sessions {counts}; fail [{low:.0%}, {high:.0%}]")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("action", choices=("setup", "sessions", "analyse"))
+    parser.add_argument("action", choices=("setup", "sessions", "analyse", "redecide"))
     parser.add_argument("--venvs", type=Path, default=Path("power-venvs"))
     parser.add_argument("--kind", choices=tuple(KINDS), default="aa")
     parser.add_argument("--count", type=int, default=20)
@@ -229,6 +270,8 @@ def main() -> int:
         setup(args.venvs)
     elif args.action == "sessions":
         sessions(args.venvs, args.kind, args.count, args.out, extra)
+    elif args.action == "redecide":
+        redecide(args.out)
     else:
         analyse(args.out)
     return 0
