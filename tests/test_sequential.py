@@ -65,9 +65,9 @@ def worker(name: str, log_time: float, rng: random.Random) -> Cell:
     # A worker's resident peak: 200 MiB, 1 % between workers (a memory hypothesis a cell when
     # the gate has --fail-memory-above, as the fresh sessions' gate does).
     memory = Memory(peak_rss_bytes=round(200 * 2**20 * math.exp(rng.gauss(0, 0.01))))
-    cell = Cell(workload=name, params={}, stack="numpy:eager", status="ok", steady=steady)
-    cell.memory = memory
-    return cell
+    return Cell(
+        workload=name, params={}, stack="numpy:eager", status="ok", steady=steady, memory=memory
+    )
 
 
 def one_round(
