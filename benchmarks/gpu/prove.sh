@@ -76,6 +76,15 @@ selu_both_sides() {  # the user's four variants, then stackwars' jax:eager SELU 
   done
 }
 
+fixes() {  # the cells the second visit's fixes touch, again: parity and device peaks
+  $sw run --workload resnet50 --param task=infer,train --stacks torch:eager,jax:jit $gpu --budget 0.5 \
+    --jobs 4 --label fixes-resnet --json "$work/fixes-resnet.json"
+  $sw run --workload gemm --param n=8192 --stacks jax:jit,torch:eager,torch:xla $gpu --budget 1 \
+    --matmul-precision high --label fixes-gemm-high --json "$work/fixes-gemm-high.json"
+  $sw run --workload gpt-neo-1.3b --param task=infer --stacks torch:eager $gpu --budget 0.5 \
+    --label fixes-gpt-neo --json "$work/fixes-gpt-neo.json"
+}
+
 large_models() {  # GPT-Neo two cells at a time (their peaks add up); LLaMA's train step, predicted
   $sw run --workload gpt-neo-1.3b --param task=infer,train --stacks jax:jit,torch:eager $gpu --budget 0.5 \
     --jobs 2 --label gpt-neo-gpu --json "$work/gpt-neo.json"
@@ -83,7 +92,7 @@ large_models() {  # GPT-Neo two cells at a time (their peaks add up); LLaMA's tr
     --label llama-train-gpu --json "$work/llama-train.json"
 }
 
-export -f large_models largest_batch run_at_batches allocator_settings precisions selu_both_sides
+export -f fixes large_models largest_batch run_at_batches allocator_settings precisions selu_both_sides
 export sw gpu work
 models="resnet50,bert-base,gpt2-small,vit-b16"
 model_stacks="jax:jit,torch:eager,torch:compile,torch:xla,keras-jax:jit"
@@ -96,6 +105,7 @@ for what in "$@"; do case $what in
   # the run says so), then the large models.
   models) step models 200 $sw run --workload "$models" --param task=infer,train --stacks "$model_stacks" \
             $gpu --budget 0.5 --jobs 8 --label models-gpu --json "$work/models.json" ;;
+  fixes) step fixes 200 fixes ;;
   large-models) step large-models 100 large_models ;;
   maxbatch) step maxbatch-plan 40 $sw run --workload gpt2-small --param task=train --stacks jax:jit,torch:eager \
               $gpu --find-max-batch
@@ -106,6 +116,8 @@ for what in "$@"; do case $what in
   claims) step claims 300 $sw claims --builtin --only 'seed000-gpu-*,seed002-accelerator*' --repeat 3 --budget 1 \
             --json "$work/claims.json" --markdown "$work/claims.md" ;;
   selftest) step selftest 520 $sw selftest --device gpu ;;
+  # The calibration's sizes since 2026-11-27, on one stack per way of waiting.
+  selftest-some) step selftest-some 120 $sw selftest --device gpu --stacks jax:jit,torch:eager,torch:compile ;;
   peak) step peak 240 $sw env --peak --device gpu ;;
   blog-gpu) step blog-gpu 250 $sw run --suite seed-blog --device gpu --budget 2 --json "$work/blog-gpu.json" --label seed-blog-gpu ;;
   blog-cpu) step blog-cpu 420 $sw run --suite seed-blog --budget 2 --json "$work/blog-cpu.json" --label seed-blog-cpu ;;
