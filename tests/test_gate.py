@@ -30,7 +30,7 @@ from stackwars.results.comparison import (
     decide,
 )
 from stackwars.results.run import Run
-from stackwars.results.schema import Cell, Steady
+from stackwars.results.schema import Cell, Memory, Steady
 from stackwars.service import comparisons
 from stackwars.timing.compare import (
     DEFAULT_RUN_DRIFT,
@@ -417,3 +417,82 @@ def test_separate_runs_keep_the_suite_false_alarm_rate() -> None:
     assert suite_alarms(1, DEFAULT_RUN_DRIFT, pairs) <= 0.05 * pairs
     assert suite_alarms(3, 0.10, pairs) <= 0.05 * pairs
     assert suite_alarms(3, 0.10, pairs, as_runs=False) > 0.05 * pairs
+
+
+def worker(workload: str, stack: str, rss_mib: float, repeat: int) -> Cell:
+    """A worker of ``workload`` whose only measure of interest is its peak RSS."""
+    return Cell(
+        workload=workload, params={}, stack=stack, repeat=repeat, status="ok",
+        steady=Steady(median_s=1e-3, samples_s=[1e-3]),
+        memory=Memory(peak_rss_bytes=int(rss_mib * 2**20)),
+    )  # fmt: skip
+
+
+def cells_of(peaks: dict[tuple[str, str], list[float]]) -> list[Cell]:
+    return [
+        worker(workload, stack, mib, repeat)
+        for (workload, stack), values in peaks.items()
+        for repeat, mib in enumerate(values)
+    ]
+
+
+MEMORY_GATE = Gate(fail_memory_above=10)
+
+
+def test_three_workers_on_one_memory_level_are_no_evidence_where_the_stack_has_levels() -> None:
+    """An A/A pair of separate runs (power-sessions/separate/013, 2026-11-27): jax:jit's peak
+    RSS lands on levels about 60 MiB apart; one cell's three baseline workers all landed low
+    and its three candidate workers all high. Judged as if the workers' spread were all there
+    is, that was a +28.7 % regression at p = 4e-10 and the gate failed. The stack's other
+    cells show the levels; a numpy cell 20 % larger in every worker still fails."""
+    baseline = {
+        ("selu256", "jax:jit"): [212, 212, 212],
+        ("gemm512", "jax:jit"): [204, 206, 205],
+        ("gemm256", "jax:jit"): [195, 194, 194],
+        ("selu512", "jax:jit"): [229, 225, 284],
+        ("selu512", "numpy:eager"): [150.0, 150.2, 150.1],
+    }
+    candidate = {
+        ("selu256", "jax:jit"): [271, 271, 271],
+        ("gemm512", "jax:jit"): [206, 202, 206],
+        ("gemm256", "jax:jit"): [194, 195, 195],
+        ("selu512", "jax:jit"): [225, 225, 226],
+        ("selu512", "numpy:eager"): [180.0, 180.3, 180.1],
+    }
+    rows = compare_runs(cells_of(baseline), cells_of(candidate), 0.05)
+    verdict = decide(rows, MEMORY_GATE)
+    assert verdict.outcome == FAIL
+    (failure,) = verdict.failures
+    assert failure.startswith("MEMORY above 10%: selu512() numpy:eager @ cpu: peak RSS")
+    (jax,) = [row for row in rows if row.label.startswith("selu256")]
+    (change,) = jax.memory
+    assert change.result.ratio == pytest.approx(271 / 212)
+    assert change.result.verdict == UNDECIDED and "levels up to 26% apart" in change.result.reason
+
+
+def test_a_a_separate_runs_with_memory_levels_fail_the_memory_gate_at_most_alpha() -> None:
+    """Simulated A/A pairs of separate runs, 3 workers a cell a side: eight cells of a stack
+    whose workers land 28 % higher three times in ten (as jax:jit's did), four whose amounts
+    hardly move. Judged without the stack's levels, about one pair in seven failed."""
+    rng = random.Random(5)
+
+    def run() -> list[Cell]:
+        peaks = {
+            (f"levels{i}", "jax:jit"): [
+                (200 + 10 * i) * (1.28 if rng.random() < 0.3 else 1.0) * (1 + rng.gauss(0, 0.003))
+                for _ in range(3)
+            ]
+            for i in range(8)
+        }
+        peaks |= {
+            (f"steady{i}", "numpy:eager"): [150 * (1 + rng.gauss(0, 0.003)) for _ in range(3)]
+            for i in range(4)
+        }
+        return cells_of(peaks)
+
+    sessions = 100
+    fails = sum(
+        decide(compare_runs(run(), run(), 0.05, plan=False), MEMORY_GATE).outcome == FAIL
+        for _ in range(sessions)
+    )
+    assert fails <= 0.05 * sessions

@@ -216,9 +216,10 @@ def caught_by_class(data: list[dict[str, Any]]) -> None:
 
 
 def redecide(out: Path) -> None:
-    """Every kept ``ab`` session under ``out`` (``KIND/NNN/rounds``) decided again by this
-    checkout's gate from the rounds it kept: look by look from round 3, stopping as ``ab``
-    stops (every cell settled), on the sessions' design (``--fail-above 5
+    """Every kept session under ``out`` decided again by this checkout's gate: a
+    ``separate`` one from its two runs (``redecide_separate``), an ``ab`` one
+    (``KIND/NNN/rounds``) from the rounds it kept, look by look from round 3, stopping as
+    ``ab`` stops (every cell settled), on the sessions' design (``--fail-above 5
     --fail-memory-above 10``, rounds 3 to 10). The measurements are the sessions' own and did
     not depend on the gate (each ran its 10 rounds, or stopped when every cell was settled,
     which a re-decision can only shorten). Writes each session's ``redecided.json`` and
@@ -229,6 +230,10 @@ def redecide(out: Path) -> None:
     gate = Gate(5.0, fail_memory_above=10.0)
     session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), out, gate=gate)
     tally: dict[str, dict[str, int]] = {}
+    for folder in sorted(out.glob("separate/*/candidate.json")):
+        outcome = redecide_separate(folder.parent, gate)
+        counts = tally.setdefault("separate", {})
+        counts[outcome] = counts.get(outcome, 0) + 1
     for folder in sorted(out.glob("*/*/rounds")):
         files = {side: sorted(folder.glob(f"{side}-*.json")) for side in ("baseline", "candidate")}
         kept = min(len(paths) for paths in files.values())
@@ -250,6 +255,23 @@ def redecide(out: Path) -> None:
         fails, total = counts.get("fail", 0), sum(counts.values())
         low, high = wilson(fails, total)
         print(f"{group}, re-decided: {total} sessions {counts}; fail [{low:.0%}, {high:.0%}]")
+
+
+def redecide_separate(folder: Path, gate: Any) -> str:
+    """A ``separate`` session decided again by this checkout's ``compare`` (its two runs, the
+    default run-to-run term, the sessions' gate); writes ``redecided.json``, returns the
+    outcome."""
+    from stackwars.results.comparison import decide
+    from stackwars.service import comparisons
+
+    _, _, rows = comparisons.compare(
+        str(folder / "baseline.json"), str(folder / "candidate.json"), 5.0
+    )
+    verdict = decide(rows, gate)
+    states = dict(zip((row.label for row in rows), verdict.states, strict=True))
+    answer = {"outcome": verdict.outcome, "failures": verdict.failures, "states": states}
+    (folder / "redecided.json").write_text(json.dumps(answer), encoding="utf-8")
+    return verdict.outcome
 
 
 def main() -> int:

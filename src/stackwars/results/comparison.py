@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from stackwars.results.aggregate import workers_by_cell
@@ -36,6 +36,7 @@ from stackwars.timing.compare import (
     INCONCLUSIVE,
     Comparison,
     compare,
+    compare_amounts,
     compare_paired,
     compare_run_means,
     geometric_mean,
@@ -103,6 +104,7 @@ def _row(
     run_drift_df: float = math.inf,
     alpha: float = DEFAULT_ALPHA,
     plan: bool = True,
+    levels: Levels | None = None,
 ) -> ComparisonRow:
     failed = [c for c in base + cand if not _ok(c)]
     if failed:
@@ -123,7 +125,7 @@ def _row(
     mixed = mixed_machines(base + cand)
     if mixed:
         result = dataclasses.replace(result, verdict=INCONCLUSIVE, reason=mixed, evidence=None)
-    memory = () if mixed else _memory(base, cand, threshold)
+    memory = () if mixed else _memory(base, cand, threshold, levels or {}, plan)
     return ComparisonRow(label, base_median, base_median * result.ratio, result, mixed, "", memory)
 
 
@@ -141,17 +143,43 @@ MEASURES: tuple[tuple[str, Callable[[Cell], int | None]], ...] = (
 )
 
 
-def _memory(base: list[Cell], cand: list[Cell], threshold: float) -> tuple[MemoryChange, ...]:
-    """Each memory measure every worker of both sides recorded, compared like times (the
-    worker's one value as its only sample). No run-to-run drift is added: a peak is an amount
-    of memory, which a neighbour's load or the clock does not move."""
+# A stack, its device and a memory measure -> half the widest spread of log amounts among one
+# cell's workers of that stack on one side (``memory_levels``).
+Levels = Mapping[tuple[str, str, str], float]
+
+
+def memory_levels(groups: Iterable[list[Cell]]) -> dict[tuple[str, str, str], float]:
+    """For each stack, device and memory measure, half the widest spread of log amounts among
+    the workers of one cell on one side (``groups``: each the workers of one cell on one
+    side): the floor ``compare_amounts`` puts under the spread between that stack's workers,
+    so that amounts landing on levels are seen as levels in every cell of the stack."""
+    widest: dict[tuple[str, str, str], float] = {}
+    for cells in groups:
+        for what, read in MEASURES:
+            values = [float(read(cell) or 0) for cell in cells if _ok(cell)]
+            if len(values) < 2 or not all(values):
+                continue
+            key = (cells[0].stack, cells[0].device, what)
+            spread = math.log(max(values) / min(values)) / 2
+            widest[key] = max(widest.get(key, 0.0), spread)
+    return widest
+
+
+def _memory(
+    base: list[Cell], cand: list[Cell], threshold: float, levels: Levels, plan: bool
+) -> tuple[MemoryChange, ...]:
+    """Each memory measure every worker of both sides recorded, compared as amounts (one a
+    worker) with the stack's levels as the floor of their spread. No run-to-run drift is
+    added: a peak is an amount of memory, which a neighbour's load or the clock does not
+    move."""
     changes = []
     for what, read in MEASURES:
         values_b = [float(read(c) or 0) for c in base]
         values_c = [float(read(c) or 0) for c in cand]
         if not all(values_b) or not all(values_c):
             continue
-        result = compare([[v] for v in values_b], [[v] for v in values_c], threshold=threshold)
+        floor = levels.get((base[0].stack, base[0].device, what), 0.0)
+        result = compare_amounts(values_b, values_c, floor, threshold=threshold, plan=plan)
         median_b = sorted(values_b)[len(values_b) // 2]
         changes.append(MemoryChange(what, median_b, median_b * result.ratio, result))
     return tuple(changes)
@@ -186,6 +214,7 @@ def compare_runs(
     degrees of freedom) is the run-to-run term of two single separate runs; ``plan=False``
     leaves out the workers that would decide (for callers that judge the cells again)."""
     base, cand = workers_by_cell(baseline), workers_by_cell(candidate)
+    levels = memory_levels([*base.values(), *cand.values()])
     rows = []
     for key, cells in base.items():
         if key in cand:
@@ -193,7 +222,7 @@ def compare_runs(
                 _row(
                     label(cells[0]), cells, cand[key], threshold,
                     within_process=within_process, run_drift=run_drift,
-                    run_drift_df=run_drift_df, alpha=alpha, plan=plan,
+                    run_drift_df=run_drift_df, alpha=alpha, plan=plan, levels=levels,
                 )
             )  # fmt: skip
             continue
