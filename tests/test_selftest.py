@@ -1,5 +1,6 @@
-"""``stackwars selftest``: every installed stack passes in fresh workers, and stacks whose sync
-does not wait for the work fail the check that exists to catch them, with the numbers."""
+"""``stackwars selftest``: a stack of each implementation of sync passes in fresh workers, and
+stacks whose sync does not wait for the work fail the check that exists to catch them, with the
+numbers."""
 
 from __future__ import annotations
 
