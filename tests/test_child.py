@@ -15,6 +15,9 @@ from stackwars.runner import child
 from stackwars.runner.child import PROTOCOL_VERSION, Limits, run_child, serve
 
 LIMITS = Limits(timeout_s=60.0, memory_budget=4 * 2**30)
+# A real worker to start: stackwars env's framework probe, asked for numpy's libraries.
+DEVICES = "stackwars.runner.devices_worker"
+NUMPY = {"framework": "numpy", "mode": None, "libraries": True}
 
 
 def served(tmp_path: Path, envelope: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -48,14 +51,14 @@ def test_a_worker_refuses_another_kind(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_parent_turns_a_refusal_into_an_error() -> None:
-    end = run_child("stackwars.runner.blas_worker", "timing", {"framework": "numpy"}, LIMITS)
+    end = run_child(DEVICES, "timing", NUMPY, LIMITS)
     assert end.status == "error"
-    assert "this is the blas worker; the parent asked it for 'timing'" in end.detail
+    assert "this is the devices worker; the parent asked it for 'timing'" in end.detail
 
 
 @pytest.mark.slow
 def test_a_worker_that_answers_is_ok() -> None:
-    end = run_child("stackwars.runner.blas_worker", "blas", {"framework": "numpy"}, LIMITS)
+    end = run_child(DEVICES, "devices", NUMPY, LIMITS)
     assert end.ok, end.detail
     assert end.result is not None
     assert any(lib["internal_api"] == "openblas" for lib in end.result["libraries"])
@@ -63,7 +66,7 @@ def test_a_worker_that_answers_is_ok() -> None:
 
 @pytest.mark.slow
 def test_a_worker_that_dies_without_an_answer_is_an_error_with_its_output() -> None:
-    end = run_child("stackwars.runner.blas_worker", "blas", {"framework": "nope"}, LIMITS)
+    end = run_child(DEVICES, "devices", {"framework": "nope"}, LIMITS)
     assert end.status == "error"
     assert "without a result" in end.detail
     assert "KeyError: 'nope'" in end.detail
@@ -71,18 +74,14 @@ def test_a_worker_that_dies_without_an_answer_is_an_error_with_its_output() -> N
 
 @pytest.mark.slow
 def test_past_the_timeout_the_tree_is_killed() -> None:
-    end = run_child(
-        "stackwars.runner.blas_worker", "blas", {"framework": "torch"}, Limits(0.2, 2**40)
-    )
+    end = run_child(DEVICES, "devices", {"framework": "torch"}, Limits(0.2, 2**40))
     assert end.status == "timeout"
     assert "0.2 s timeout" in end.detail
 
 
 @pytest.mark.slow
 def test_past_the_memory_budget_the_tree_is_killed() -> None:
-    end = run_child(
-        "stackwars.runner.blas_worker", "blas", {"framework": "torch"}, Limits(60, 2**20)
-    )
+    end = run_child(DEVICES, "devices", {"framework": "torch"}, Limits(60, 2**20))
     assert end.status == "oom"
     assert "passed the memory budget" in end.detail
 

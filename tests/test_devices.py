@@ -215,7 +215,13 @@ def test_tpu_cells_end_unsupported_where_the_framework_runs_on_tpus() -> None:
 
 @pytest.mark.slow
 def test_env_asks_each_framework_in_a_worker_of_its_own() -> None:
-    probed = api.device_support()
+    probes = api.probe_frameworks()
+    probed = probes.devices
+    # The same worker lists the BLAS libraries the framework's import loaded.
+    assert set(probes.libraries) == {label for label in probed if ":" not in label}
+    numpy = probes.libraries["numpy"]
+    assert all(isinstance(found, list) for found in probes.libraries.values()), probes.libraries
+    assert isinstance(numpy, list) and any(lib["internal_api"] == "openblas" for lib in numpy)
     for label, support in probed.items():
         assert not isinstance(support, str), (label, support)
         kinds = by_kind(support)

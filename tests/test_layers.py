@@ -370,7 +370,7 @@ def test_every_worker_started_by_name_exists_in_the_starters_instrument_or_the_c
         for path in modules()
         for module in WORKER_MODULE.findall(path.read_text(encoding="utf-8"))
     }
-    assert len(started) >= 10, started
+    assert len(started) >= 9, started  # the worker kinds of ARCHITECTURE.md, all found
     for path, module in started:
         assert _is_module(module), (path, module)
         assert module_unit(module)[0] in ("", unit(path)[0]), (path, module)

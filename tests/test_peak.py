@@ -314,8 +314,7 @@ def test_tables_place_cells_on_the_roofline_of_a_stored_peak(
     monkeypatch.setenv("STACKWARS_PEAK", str(tmp_path / "peak.json"))
     # The later envs reuse the first one's libraries and devices: they do not change with the
     # stored peak, and each env asks every framework for them in a worker (~15 s).
-    for name in ("blas_libraries", "device_support"):
-        monkeypatch.setattr(api, name, functools.cache(getattr(api, name)))
+    monkeypatch.setattr(api, "probe_frameworks", functools.cache(api.probe_frameworks))
     assert main(["env"]) == 0
     assert "none for cpu on this machine" in capsys.readouterr().out
     here = metadata.machine_info()

@@ -85,8 +85,10 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     INSTALL_AND_TEST: None,
     "stackwars run": [["run", "--param", "n=32", *SMALL]],
     "stackwars run --suite seed-blog": [["run", "--suite", "seed-blog", "--param", "n=32", *SMALL]],
+    # The suite on numpy: its jax cells are workloads test_workload_contract.py runs on every
+    # stack (here about 25 s of fresh jax:jit workers).
     "stackwars run --suite numpy-vs-jax": [
-        ["run", "--suite", "numpy-vs-jax", "--param", "n=32", *SMALL]
+        ["run", "--suite", "numpy-vs-jax", "--param", "n=32", "--stacks", "numpy", *FAST]
     ],
     "stackwars run --suite stack-wars-ops": [["run", "--suite", "stack-wars-ops", *OPS, *SMALL]],
     # The user's environment (tests/conftest.py): made by the README's test command before the
@@ -94,7 +96,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     "stackwars env create torch-xla": [["env", "create", "torch-xla"]],
     LAZY_OPS: [
         [
-            *["run", "--suite", "stack-wars-ops", *OPS, "--stacks", "jax:jit,torch-xla:lazy"],
+            *["run", "--suite", "stack-wars-ops", *OPS, "--stacks", "torch-xla:lazy"],
             *["--json", "ops-lazy.json", *FAST],
         ]
     ],

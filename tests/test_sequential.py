@@ -16,6 +16,7 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from stackwars.instruments.ab import service as ab
@@ -25,6 +26,7 @@ from stackwars.timing.family import holm
 from stackwars.timing.sequential import (
     Looks,
     Paired,
+    average_ranks,
     flip_p_above,
     rounds_at_least,
     rounds_to_reach,
@@ -167,6 +169,14 @@ def test_the_sign_flip_reaches_two_to_the_minus_n_when_every_round_is_above() ->
     share = sum(1 for pattern in range(1024) if _rank_sum(pattern) >= 35) / 1024
     assert float(flip_p_above([wild], math.log1p(0.05))[0]) == pytest.approx(share)
     assert share == pytest.approx(43 / 1024)
+
+
+def test_ties_share_their_average_rank_as_scipy_ranks_them() -> None:
+    from scipy.stats import rankdata
+
+    rows = np.round(np.random.default_rng(3).standard_normal((5, 13)), 1)  # ties, 0.0 too
+    assert np.array_equal(average_ranks(rows), rankdata(rows, axis=-1))
+    assert average_ranks(np.array([2.0, 1.0, 2.0, 2.0])).tolist() == [3.0, 1.0, 3.0, 3.0]
 
 
 def _rank_sum(pattern: int) -> int:

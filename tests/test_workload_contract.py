@@ -43,7 +43,7 @@ def test_workload_is_complete_and_deterministic(name: str) -> None:
         assert param.parse(str(param.default)) == param.default
 
 
-OWN_PROCESS = "needs a process of its own; run through workers in test_torch_xla.py"
+OWN_PROCESS = "needs a process of its own: test_torch_xla.py runs every workload on it"
 
 
 def marks(stack: Stack) -> Any:

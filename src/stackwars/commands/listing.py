@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from concurrent.futures import ThreadPoolExecutor
 
 from rich.table import Table
 
@@ -123,11 +124,17 @@ def suite_table() -> Table:
 
 def env(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
-    info = metadata.collect_env()
-    info["blas_libraries"] = api.blas_libraries()
-    info["devices"] = api.device_support()
-    console.print(render_env(info))
     device = parse_device(args.device)
+    info = metadata.collect_env()
+    # A worker in each environment of its own checks it beside the frameworks' workers: all
+    # are questions, not measurements (the peak below is measured after them, alone).
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        checked = beside.submit(service_environments.states)
+        probes = api.probe_frameworks()
+        states = checked.result()
+    info["blas_libraries"] = probes.libraries
+    info["devices"] = probes.devices
+    console.print(render_env(info))
     if args.peak:
         console.print(
             f"measuring this machine's peak on {device} (GEMM per library, STREAM); "
@@ -135,7 +142,7 @@ def env(args: argparse.Namespace, argv: list[str]) -> int:
         )
         _, path = measure_and_store_peak(device=device)
         console.print(f"stored in {path}")
-    console.print(environment_table(service_environments.states()))
+    console.print(environment_table(states))
     stored, stale = api.usable_peak(metadata.machine_info(), device)
     if stale:
         warn(stale)

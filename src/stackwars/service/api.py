@@ -38,7 +38,7 @@ from stackwars.runner import executors, plan, session
 from stackwars.runner.child import Interpreter  # noqa: F401
 from stackwars.runner.executors import open_executor  # noqa: F401 (re-exported)
 from stackwars.runner.ir_task import IR_TIMEOUT_S, capture_run_ir, capture_stack  # noqa: F401
-from stackwars.runner.probe_tasks import blas_libraries, device_support  # noqa: F401
+from stackwars.runner.probe_tasks import probe_frameworks  # noqa: F401
 from stackwars.runner.protocol import CellSpec
 from stackwars.service.choices import Measure, Selection, choose_cells, run_options
 

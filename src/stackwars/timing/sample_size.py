@@ -12,6 +12,7 @@ SciPy is imported inside the functions (analysis of stored results only)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -25,7 +26,10 @@ PLANNING_SESSIONS = 1000
 PLANNING_SEED = 25
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(q: float, df: float) -> float:
+    """Student's t quantile, kept: a gate asks the same few (level, workers) pairs for every
+    cell and look, and each of scipy's calls costs tens of microseconds."""
     from scipy.stats import t as student
 
     return float(student.ppf(q, df))
