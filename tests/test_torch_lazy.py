@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from conftest import USER_ENVIRONMENTS
 from stackwars.cli import main
 from stackwars.frameworks import environments
+from stackwars.results.schema import Cell
 from stackwars.runner import environments as running
+from stackwars.runner.crosscheck import crosscheck
+from stackwars.suites import MODELS as MODEL_NAMES
 
 pytestmark = pytest.mark.slow
-QUICK = ["--budget", "0.1", "--second-look", "0", "--quiet"]
 
 
 @pytest.fixture
@@ -35,49 +38,75 @@ def torch_xla_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.skip(problem)
 
 
-def _run(tmp_path: Path, *argv: str) -> list[dict[str, Any]]:
-    out = tmp_path / "run.json"
-    assert main(["run", *argv, *QUICK, "--json", str(out), "--db", str(tmp_path / "db")]) == 0
-    return json.loads(out.read_text(encoding="utf-8"))["cells"]
+# The models suite's six models at tiny size on a stack, each as a timing worker runs it
+# (CellRun), one after another in one process: a fresh worker each imported torch_xla and
+# started its runtime again (about 4 s of the suite's time a model). The command line's path
+# to torch-xla:lazy is the README's line of seed 001's operations (tests/test_readme.py) and
+# the tests below. Prints the cells as JSON.
+SIX_MODELS = """
+import json, sys
+from stackwars import workloads
+from stackwars.frameworks.base import RunSettings
+from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.worker import CellRun
+from stackwars.suites import MODELS
+from stackwars.timing.timer import TimingConfig
+
+stack, task, folder = sys.argv[1:4]
+timing = TimingConfig(steady_budget_s=0.1, min_steady_s=0.0, warmup_budget_s=0.1, min_blocks=3)
+cells = []
+for name in MODELS:
+    params = workloads.get(name).resolve({"scale": "tiny", "task": task})
+    request = Request(CellSpec(name, params, stack), RunSettings(cache_dir=folder), timing)
+    cells.append(CellRun(request).run().to_dict())
+print(json.dumps(cells))
+"""
 
 
-MODELS = ["--suite", "models", "--param", "scale=tiny"]
+def six_models(stack: str, task: str, folder: Path) -> list[Cell]:
+    """The six models' cells on ``stack`` (torch-xla:lazy in its environment's Python)."""
+    interpreter = running.interpreter_for("torch-xla" if stack == "torch-xla:lazy" else "")
+    argv = [interpreter.python or sys.executable, "-c", SIX_MODELS, stack, task, str(folder)]
+    done = subprocess.run(
+        argv, env=interpreter.env(), capture_output=True, text=True, timeout=900, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [Cell.from_dict(data) for data in json.loads(done.stdout.splitlines()[-1])]
+
+
+def not_ok(cells: list[Cell]) -> list[tuple[str, str, str]]:
+    return [(c.workload, c.status, c.reason[-200:]) for c in cells if c.status != "ok"]
 
 
 @pytest.mark.usefixtures("torch_xla_environment")
 def test_the_six_models_infer_against_the_reference_and_compile_once(tmp_path: Path) -> None:
     """Inference is judged against the float64 NumPy reference; its second run compiles
     nothing (the set-up's own copies are cut before timing)."""
-    cells = _run(tmp_path, *MODELS, "--param", "task=infer", "--stacks", "torch-xla:lazy")
-    assert len(cells) == 6
-    assert [
-        (c["workload"], c["status"], c["reason"][-200:]) for c in cells if c["status"] != "ok"
-    ] == []
+    cells = six_models("torch-xla:lazy", "infer", tmp_path)
+    assert [cell.workload for cell in cells] == list(MODEL_NAMES)
+    assert not_ok(cells) == []
     for cell in cells:
-        assert cell["parity"]["reference"], cell["workload"]
-        assert cell["compiles"]["second_run"] == 0, cell["workload"]
-        assert cell["compiles"]["steady"] == 0, cell["workload"]
+        assert cell.parity.reference, cell.workload
+        assert cell.settings["versions"]["torch_xla"] == "2.9.0", cell.workload
+        assert cell.compiles.second_run == 0, cell.workload
+        assert cell.compiles.steady == 0, cell.workload
 
 
 @pytest.mark.usefixtures("torch_xla_environment")
 def test_the_six_models_train_as_torch_eager_does_and_compile_twice(tmp_path: Path) -> None:
-    """Training is checked against torch:eager's step (no reference can say what a step
-    should give); a train step's second run compiles again (the optimizer state appears after
-    the first step). Two tests, so that the parallel pass can run them side by side."""
-    stacks = ["--stacks", "torch-xla:lazy,torch:eager"]
-    cells = _run(tmp_path, *MODELS, "--param", "task=train", *stacks)
-    lazy = [cell for cell in cells if cell["stack"] == "torch-xla:lazy"]
-    assert len(lazy) == 6
-    assert [
-        (c["workload"], c["status"], c["reason"][-200:]) for c in cells if c["status"] != "ok"
-    ] == []
-    # Of two stacks, the one measured second is compared with the first.
-    eager = {c["workload"]: c for c in cells if c["stack"] == "torch:eager"}
+    """Training is checked against torch:eager's step, as a run checks a later stack against
+    the first (no reference can say what a step should give); a train step's second run
+    compiles again (the optimizer state appears after the first step). Two tests, so that the
+    parallel pass can run them side by side."""
+    eager = six_models("torch:eager", "train", tmp_path / "eager")
+    lazy = six_models("torch-xla:lazy", "train", tmp_path / "lazy")
+    assert not_ok(eager) == [] and not_ok(lazy) == []
     for cell in lazy:
-        pair = {cell["parity"]["compared_with"], eager[cell["workload"]]["parity"]["compared_with"]}
-        assert pair & {"torch:eager", "torch-xla:lazy"}, cell["workload"]
-        assert cell["compiles"]["second_run"] >= 1, cell["workload"]
-        assert cell["compiles"]["steady"] == 0, cell["workload"]
+        crosscheck(cell, eager)
+        assert cell.status == "ok", (cell.workload, cell.reason)
+        assert cell.parity.compared_with == "torch:eager", cell.workload
+        assert cell.compiles.second_run and cell.compiles.second_run >= 1, cell.workload
+        assert cell.compiles.steady == 0, cell.workload
 
 
 @pytest.mark.usefixtures("torch_xla_environment")
