@@ -43,8 +43,18 @@ def test_jax_is_timed_computing_not_dispatching() -> None:
     assert result.measurement.second_run_s > 0.5 * cost
     # The same timer without the sync times a single call's dispatch, not its work (in long
     # blocks JAX's queue fills and the pace is the work's again: the single call is the trap).
+    # One call of each phase: in blocks the unsynchronised calls only queue work (calibrating
+    # a block to 1 ms queued over a thousand of these GEMMs, half a minute of the suite).
     framework = load_framework("jax", "jit")
-    config = TimingConfig(steady_budget_s=0.1, warmup_budget_s=0.1)
+    config = TimingConfig(
+        steady_budget_s=0.0,
+        min_steady_s=0.0,
+        min_blocks=1,
+        max_blocks=1,
+        min_block_s=0.0,
+        warmup_budget_s=0.0,
+        max_warmup_runs=1,
+    )
     unsynced = Timer(lambda: compiled(a), lambda out: None, config=config).measure()
     assert unsynced.second_run_s < 0.3 * cost
     assert framework.is_async() and result.measurement.latency_s
