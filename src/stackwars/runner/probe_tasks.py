@@ -13,7 +13,7 @@ from typing import Any
 from stackwars.config import default_memory_budget
 from stackwars.frameworks import FRAMEWORKS, missing_reason, stack_missing_reason
 from stackwars.frameworks.base import DeviceSupport
-from stackwars.runner.child import ChildEnd, Limits, run_child
+from stackwars.runner.child import Limits, run_child
 
 DEVICES_WORKER = "stackwars.runner.devices_worker"
 # Asking for a TPU where there is none takes TensorFlow seconds; a TPU VM's runtime, longer.
@@ -41,20 +41,22 @@ def probe_frameworks() -> FrameworkProbes:
     jobs = max(1, min(len(questions), os.cpu_count() or 1))
     limits = Limits(DEVICE_PROBE_TIMEOUT_S, default_memory_budget() // jobs)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        ends = list(pool.map(lambda ask: _ask(ask[1], limits), questions))
+        asked = (request for _, request in questions)
+        ends = list(pool.map(lambda r: run_child(DEVICES_WORKER, "devices", r, limits), asked))
     libraries: Libraries = {}
     devices: Devices = {}
     for (label, request), end in zip(questions, ends, strict=True):
         result = end.result if end.ok and end.result is not None else {}
+        why = result.get("missing") or end.detail[-300:]  # where the worker could not answer
         if request["libraries"]:
-            libraries[label] = result.get("libraries") or result.get("missing") or _why(end)
+            libraries[label] = result.get("libraries", why)
         if "support" in result:
             devices[label] = [
                 DeviceSupport(e["kind"], tuple(e["devices"]), e["reason"])
                 for e in result["support"]
             ]
         else:
-            devices[label] = result.get("missing") or _why(end)
+            devices[label] = why
     return FrameworkProbes(libraries, devices)
 
 
@@ -71,11 +73,3 @@ def _questions() -> list[tuple[str, dict[str, Any]]]:
                 request = {"framework": name, "mode": mode, "libraries": False}
                 questions.append((f"{name}:{mode}", request))
     return questions
-
-
-def _ask(request: dict[str, Any], limits: Limits) -> ChildEnd:
-    return run_child(DEVICES_WORKER, "devices", request, limits)
-
-
-def _why(end: ChildEnd) -> str:
-    return end.detail[-300:]
