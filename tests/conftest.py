@@ -35,7 +35,7 @@ for _name, _sub in (
 ):
     os.environ[_name] = os.path.join(_SCRATCH, _sub)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# Ray clusters the tests start (test_ray_executor.py, the README's) listen on loopback only
+# Ray clusters the tests start (tests/test_ray_*.py, the README's) listen on loopback only
 # (Ray reads this when imported), report no usage statistics and write no token to the home
 # folder.
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"

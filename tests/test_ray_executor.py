@@ -1,7 +1,9 @@
 """--executor ray on a Ray instance of this machine (loopback, 2 CPUs, started once for the
 module): a tiny suite stores what the local executor stores, with the node each cell ran on;
 killed workers and killed Ray worker processes become cells; Ctrl-C cancels what is left and
---resume finishes it; a cluster that does not answer is one line. The functions that place
+--resume finishes it; a cluster that does not answer is one line. The head is ended by the ids
+of its processes, so these tests run beside others, and beside tests/test_ray_nodes.py's own
+cluster, in the parallel pass. The functions that place
 tasks and read Ray's failures are checked on made-up nodes here; tests/test_ray_nodes.py runs
 them on several real Ray nodes (of different kinds, one leaving, the head restarted)."""
 
@@ -40,7 +42,9 @@ GIB = 2**30
 
 
 RAY = str(Path(sys.executable).with_name("ray"))
-RAY_FOLDER = [""]  # the module's Ray head's temporary folder, set by the cluster fixture
+# What every process of the module's Ray head carries in its command line: its temporary folder,
+# or (Ray's client server) its address. Set by the cluster fixture.
+RAY_HEAD: list[str] = []
 
 
 def free_port() -> int:
@@ -56,18 +60,33 @@ def cluster() -> Iterator[str]:
     other processes. Starting it in this process would fork it, which JAX (imported by earlier
     tests) warns deadlocks its threads."""
     folder = tempfile.mkdtemp(prefix="swray-")  # short: Ray's socket paths must stay < 108
-    RAY_FOLDER[:] = [folder]
     port = free_port()
-    head = [RAY, "start", "--head", f"--port={port}", "--num-cpus=2", f"--temp-dir={folder}"]
-    subprocess.run([*head, "--include-dashboard=false"], check=True, capture_output=True)
     address = f"127.0.0.1:{port}"
+    RAY_HEAD[:] = [folder, f"--address={address}"]
+    head = [RAY, "start", "--head", f"--port={port}", "--num-cpus=2", f"--temp-dir={folder}"]
+    # A client server port of its own: Ray's default, 10001, is another head's on this machine.
+    head += ["--include-dashboard=false", f"--ray-client-server-port={free_port()}"]
+    subprocess.run(head, check=True, capture_output=True)
     try:
         ray.init(address=address, log_to_driver=False)
         yield address
     finally:
         ray.shutdown()
-        subprocess.run([RAY, "stop", "--force"], check=False, capture_output=True)
+        ended_by_id(ray_processes())
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def ended_by_id(heads: list[psutil.Process]) -> None:
+    """The head's processes and what they started, each killed by its id: not 'ray stop', which
+    stops every Ray instance of the machine (another test's cluster, a user's head)."""
+    started = []
+    for head in heads:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            started += [head, *head.children(recursive=True)]
+    for process in started:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(started, timeout=30)
 
 
 def stackwars(*argv: str) -> subprocess.Popen[str]:
@@ -118,10 +137,10 @@ def worker_of(
 
 
 def ray_processes() -> list[psutil.Process]:
-    """This module's Ray head: the processes started with its temporary folder."""
+    """This module's Ray head: the processes started with its temporary folder or address."""
     found = []
     for process in psutil.process_iter(["cmdline"]):
-        if any(RAY_FOLDER[0] in part for part in process.info["cmdline"] or ()):
+        if any(mark in part for part in process.info["cmdline"] or () for mark in RAY_HEAD):
             found.append(process)
     return found
 
@@ -160,8 +179,6 @@ def by_size(cells: list[Cell]) -> dict[tuple[str, Any], Cell]:
 
 
 @pytest.mark.slow
-# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
-@pytest.mark.serial
 def test_a_tiny_suite_on_ray_stores_what_the_local_executor_stores_and_each_node(
     cluster: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -189,8 +206,6 @@ def test_a_tiny_suite_on_ray_stores_what_the_local_executor_stores_and_each_node
 
 
 @pytest.mark.slow
-# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
-@pytest.mark.serial
 def test_behave_on_ray_stores_what_it_stores_here(cluster: str, tmp_path: Path) -> None:
     db = str(tmp_path / "db.sqlite")
     argv = ["behave", "--probes", "boolean-mask,side-effect", "--stacks", "numpy:eager"]
@@ -204,8 +219,6 @@ def test_behave_on_ray_stores_what_it_stores_here(cluster: str, tmp_path: Path) 
 
 
 @pytest.mark.slow
-# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
-@pytest.mark.serial
 def test_killed_workers_and_killed_ray_workers_become_cells_and_the_run_goes_on(
     cluster: str, tmp_path: Path
 ) -> None:
@@ -234,8 +247,6 @@ def test_killed_workers_and_killed_ray_workers_become_cells_and_the_run_goes_on(
 
 
 @pytest.mark.slow
-# One Ray head on this machine at a time: not beside the README's (its 'ray stop').
-@pytest.mark.serial
 def test_ctrl_c_cancels_the_outstanding_tasks_and_resume_runs_only_what_is_missing(
     cluster: str, tmp_path: Path
 ) -> None:

@@ -176,7 +176,6 @@ def stored(db: Path) -> tuple[str, list[Cell]]:
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # a Ray head on this machine: not beside the README's 'ray stop'
 def test_cells_spread_over_the_nodes_each_records_its_node_and_kinds_are_never_pooled(
     nodes: Nodes, tmp_path: Path
 ) -> None:
@@ -213,7 +212,6 @@ def test_cells_spread_over_the_nodes_each_records_its_node_and_kinds_are_never_p
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # a Ray head on this machine: not beside the README's 'ray stop'
 def test_a_node_removed_mid_cell_makes_that_cell_an_error_and_resume_measures_only_it(
     nodes: Nodes, tmp_path: Path
 ) -> None:
@@ -250,7 +248,6 @@ def test_a_node_removed_mid_cell_makes_that_cell_an_error_and_resume_measures_on
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # a Ray head on this machine: not beside the README's 'ray stop'
 def test_the_head_removed_mid_run_ends_it_interrupted_and_resume_finishes_it_on_a_new_head(
     nodes: Nodes, tmp_path: Path
 ) -> None:

@@ -642,8 +642,15 @@ def test_the_groups_cover_the_readme_in_order() -> None:
     assert set(SEEDED) <= set(GROUPS) and set(LEFT_BEHIND) <= set(AS_RUN)
 
 
+# The cluster's 'ray stop' stops every Ray instance of the machine (tests/test_ray_*.py start
+# theirs in the parallel pass): it runs in the serial pass, after them.
+ALONE = {"cluster": pytest.mark.serial}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("group", list(GROUPS))
+@pytest.mark.parametrize(
+    "group", [pytest.param(name, marks=ALONE.get(name, ())) for name in GROUPS]
+)
 def test_every_readme_command_works_from_another_folder(
     group: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
