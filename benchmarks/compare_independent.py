@@ -2,7 +2,7 @@
 
     python benchmarks/compare_independent.py [--quick] [--processes 3] [--out-dir DIR]
                                              [--cells gemm256,...] [--stacks numpy:eager,...]
-                                             [--keras]
+                                             [--keras [--backends jax,torch]]
 
 benchmarks/compare_peers.py compares harnesses on the function stackwars prepared, so a cost
 added by stackwars' own set-up (its builders, Framework objects, environment) is shared by
@@ -27,7 +27,7 @@ stack both ran a cell, the report adds the Keras/native ratio of medians on each
 much the Keras layer costs according to stackwars, and according to the users' scripts.
 
 ``--keras`` runs just that: bert64 on jax:jit, keras-jax:jit, torch:eager and
-keras-torch:eager. The full measurement of it:
+keras-torch:eager (``--backends jax``: the JAX pair only). The full measurement of it:
 
     python benchmarks/compare_independent.py --keras --processes 3 --out-dir keras-independent
 
@@ -141,9 +141,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         action="store_true",
         help=f"BERT-base on {', '.join(KERAS_STACKS)} only (bert16-tiny under --quick)",
     )
+    backends = [backend for backend, _, _ in KERAS_PAIRS]
+    parser.add_argument(
+        "--backends",
+        help=f"with --keras: comma list of {', '.join(backends)} (default: all), each backend's "
+        "Keras stack and native stack",
+    )
     args = parser.parse_args(argv)
     if args.keras and (args.cells or args.stacks):
         parser.error("--keras chooses the cells and stacks: give --keras or --cells/--stacks")
+    if args.backends and not args.keras:
+        parser.error("--backends chooses Keras backends: give it with --keras")
     return args
 
 
@@ -160,7 +168,15 @@ def choose(names: str | None, default: list[str], known: list[str], what: str) -
 def selection(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """The cells and stacks asked for (or the defaults)."""
     if args.keras:
-        return ["bert16-tiny" if args.quick else "bert64"], KERAS_STACKS
+        known = [backend for backend, _, _ in KERAS_PAIRS]
+        backends = choose(args.backends, known, known, "backend")
+        stacks = [
+            stack
+            for backend, keras, native in KERAS_PAIRS
+            if backend in backends
+            for stack in (native, keras)
+        ]
+        return ["bert16-tiny" if args.quick else "bert64"], stacks
     cells = choose(args.cells, QUICK_CELLS if args.quick else CELLS, [*KNOWN_CELLS], "cell")
     stacks = choose(args.stacks, QUICK_STACKS if args.quick else [*STACKS], [*STACKS], "stack")
     return cells, stacks

@@ -4,6 +4,9 @@ the normals workload, whose parity is statistical."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -66,13 +69,55 @@ def test_numpy_draws_in_process_as_seed_000_says_torch_does() -> None:
     assert _observe("prng-processes", other)["outcome"] == "silently different"
 
 
+# One process per stack observes every PRNG probe as a behave worker does (the framework
+# started once, not once per probe: behave's fresh worker per cell is tested in test_behave.py
+# and test_probes.py). prng-processes runs first in each process, as in the fresh worker the
+# product gives it, and a second process draws again to compare.
+PRNG_DRIVER = """
+import json, sys
+from stackwars.frameworks import implementation_for, parse_stack
+from stackwars.instruments.behave import probes
+from stackwars.instruments.behave.worker import observe_draws, start_framework
+
+stack, cache_dir, names, earlier = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+stack = parse_stack(stack)
+framework = start_framework(stack.framework, stack.mode, cache_dir)
+found = {}
+for name in names.split(","):
+    probe = probes.get(name)
+    build = implementation_for(probe.implementations, stack.framework)
+    if build is None:
+        found[name] = {"outcome": "unsupported"}
+    else:
+        found[name] = observe_draws(probe, framework, stack.mode, build, earlier.get(name))
+print(json.dumps(found))
+"""
+
+
+def observed(stack: str, names: list[str], earlier: dict[str, Any], folder: Path) -> dict[str, Any]:
+    argv = [sys.executable, "-c", PRNG_DRIVER, stack, str(folder), ",".join(names)]
+    done = subprocess.run(
+        [*argv, json.dumps(earlier)], capture_output=True, text=True, timeout=300, check=True
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 @pytest.mark.slow
-def test_seed_000s_prng_statements_hold_on_every_framework() -> None:
+def test_seed_000s_prng_statements_hold_on_every_framework(tmp_path: Path) -> None:
     pytest.importorskip("jax")
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
-    stacks = "numpy:eager,jax:jit,torch:eager,tensorflow:eager"
-    found = {(o.probe, o.stack.split(":")[0]): o.outcome for o in behave(PRNG, stacks)}
+    found: dict[tuple[str, str], str] = {}
+    order = ["prng-processes", *(name for name in PRNG if name != "prng-processes")]
+    for stack in ("numpy:eager", "jax:jit", "torch:eager", "tensorflow:eager"):
+        first = observed(stack, order, {}, tmp_path)
+        assert first["prng-processes"]["outcome"] == "drew", first["prng-processes"]
+        second = observed(
+            stack, order[:1], {"prng-processes": first.pop("prng-processes")["draws"]}, tmp_path
+        )
+        framework = stack.split(":")[0]
+        for name, outcome in {**first, **second}.items():
+            found[name, framework] = outcome["outcome"]
     # A global state advances with every draw; a JAX key gives the same numbers until split.
     for framework, relation in {"numpy": NEW, "jax": SAME, "torch": NEW, "tensorflow": NEW}.items():
         assert found["prng-draw-twice", framework] == relation, framework
@@ -82,6 +127,14 @@ def test_seed_000s_prng_statements_hold_on_every_framework() -> None:
         assert found["prng-processes", framework] == SAME, framework
     assert found["prng-split", "jax"] == NEW
     assert found["prng-split", "torch"] == "unsupported"  # torch has no way to split
+
+
+@pytest.mark.slow
+def test_behave_runs_a_probe_across_processes_in_two_fresh_workers() -> None:
+    """The parent's part: the first worker's draws handed to the second, one outcome stored."""
+    [outcome] = behave(["prng-processes"], "numpy:eager")
+    assert (outcome.probe, outcome.outcome) == ("prng-processes", SAME)
+    assert outcome.detail.startswith("process 1 drew ")
 
 
 def _draws(n: int, scale: float = 1.0, shift: float = 0.0) -> list[np.ndarray]:

@@ -358,7 +358,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     ],
     "ray stop": [["ray", "stop"]],
     "python3 -m venv .venv && .venv/bin/pip install -e '.[cuda]'": None,
-    "stackwars env": [["env"]],
+    "stackwars env": None,
     "stackwars selftest --device gpu": [
         ["selftest", "--device", "gpu", "--stacks", "numpy:eager,jax:jit"]
     ],
@@ -473,6 +473,8 @@ NOT_RUN = {
     "python3 -m venv .venv && .venv/bin/pip install -e '.[cuda]'": "downloads gigabytes of "
     "CUDA wheels for a GPU this machine lacks; tests/test_accelerator_extras.py checks the "
     "extra's pins and docs/accelerators.md the resolver's dry run",
+    "stackwars env": "the same command as the results section's `stackwars env [--peak]`, run "
+    "there once (a worker per framework); tests/test_devices.py checks the devices it lists",
     "stackwars env --peak --device gpu": "measures a GPU this machine lacks; tests/test_peak.py "
     "runs its code path here, where every library says why it has no gpu",
     "python3 -m venv .venv && .venv/bin/pip install -e '.[tpu]'": "installs libtpu for a TPU "

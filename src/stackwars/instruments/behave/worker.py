@@ -61,7 +61,7 @@ def answer(data: dict[str, Any]) -> dict[str, Any]:
         reason = f"probe {probe.name!r} has no {stack.framework} implementation"
         return {**outcome, "outcome": "unsupported", "detail": reason}
     try:
-        framework = _start(stack.framework, stack.mode, data["cache_dir"])
+        framework = start_framework(stack.framework, stack.mode, data["cache_dir"])
     except ImportError as exc:
         hint = FRAMEWORKS[stack.framework].install_hint(stack.mode)
         return {**outcome, "outcome": "unsupported", "detail": f"{exc}; fix: {hint}"}
@@ -71,7 +71,8 @@ def answer(data: dict[str, Any]) -> dict[str, Any]:
     return {**outcome, **observe(probe, framework, stack.mode, build)}
 
 
-def _start(name: str, mode: str, cache_dir: str) -> Framework:
+def start_framework(name: str, mode: str, cache_dir: str) -> Framework:
+    """The framework ready as in a timing worker: its environment, loaded, initialised."""
     framework = load_framework(name, mode)
     settings = RunSettings(cache_dir=cache_dir)
     os.environ.update({**home_environment(settings), **framework.environment(settings)})
