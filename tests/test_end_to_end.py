@@ -9,6 +9,7 @@ import pytest
 
 from stackwars.cli import main
 from stackwars.frameworks import default_stacks, missing_reason
+from stackwars.runner.toolchain import checks_of
 
 
 @pytest.mark.slow
@@ -45,6 +46,9 @@ def test_gemm_on_every_installed_stack_in_fresh_workers(tmp_path: Path) -> None:
         assert cell["times"]["import_s"] > 0, stack  # imported and timed in this worker
         assert cell["memory"]["peak_rss_bytes"] > cell["memory"]["rss_after_import_bytes"] / 2
         assert cell["settings"]["environment"]["KERAS_HOME"].startswith(str(Path("/")))
+        # Its cold cache started from what its compiler checks of the machine once per folder
+        # (torch:compile: Inductor's probes of the CPU), nothing elsewhere.
+        assert cell["settings"]["run"]["machine_checks"] == checks_of(stack), stack
     compiled = [
         s
         for s in ("jax:jit", "torch:compile", "tensorflow:graph", "tensorflow:xla")

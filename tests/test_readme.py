@@ -644,9 +644,12 @@ def test_the_groups_cover_the_readme_in_order() -> None:
     assert set(SEEDED) <= set(GROUPS) and set(LEFT_BEHIND) <= set(AS_RUN)
 
 
-# The cluster's 'ray stop' stops every Ray instance of the machine (tests/test_ray_*.py start
-# theirs in the parallel pass): it runs in the serial pass, after them.
-ALONE = {"cluster": pytest.mark.serial}
+# Groups run in the serial pass. The cluster's 'ray stop' stops every Ray instance of the
+# machine (tests/test_ray_*.py start theirs in the parallel pass). The CI section's compare
+# exits 0 only when its timings show every cell within the limit (3: underpowered), and reads
+# the two runs before it: beside other tests, once, two tiny runs of identical code were
+# underpowered at --fail-above 50 (2026-11-27).
+ALONE = {"cluster": pytest.mark.serial, "ci": pytest.mark.serial}
 
 
 @pytest.mark.slow

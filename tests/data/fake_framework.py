@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -51,7 +52,9 @@ INFO = FrameworkInfo(
             blind_spots="each call is one operation, named after the workload's function",
         )
     },
+    machine_checks={"traced": "the fake tracer's probe of the machine"},
 )
+PROBED = "probed"  # the file the fake tracer's machine check leaves in its cache folder
 
 
 class FakeFramework(Framework):
@@ -59,8 +62,28 @@ class FakeFramework(Framework):
 
     info = INFO
 
+    def environment(self, settings: RunSettings) -> dict[str, str]:
+        return {"FAKENP_CACHE": settings.cache_dir}
+
     def load(self) -> None:
         import numpy  # noqa: F401
+
+    def check_machine(self, mode: str) -> None:
+        """Leaves PROBED in the cache folder; appends a line to $FAKENP_PROBES, when set (how
+        often it ran); fails when $FAKENP_PROBE_FAILS is set."""
+        if mode != "traced":
+            return
+        if os.environ.get("FAKENP_PROBE_FAILS"):
+            raise RuntimeError("the fake probe failed, as asked")
+        (Path(os.environ["FAKENP_CACHE"]) / PROBED).write_text("ok", encoding="utf-8")
+        if os.environ.get("FAKENP_PROBES"):
+            with open(os.environ["FAKENP_PROBES"], "a", encoding="utf-8") as probes:
+                probes.write("probed\n")
+
+    def runtime_settings(self) -> dict[str, Any]:
+        """Whether the cell's cache folder held the probe's result when the worker started."""
+        cache = os.environ.get("FAKENP_CACHE")
+        return {"probed": bool(cache) and (Path(cache) / PROBED).exists()}
 
     def init(self, settings: RunSettings) -> dict[str, Any]:
         if settings.device != "cpu":

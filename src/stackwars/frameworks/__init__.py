@@ -241,6 +241,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
                 **_BACKEND_CACHES["torch"],
                 "xla": "JAX's persistent compilation cache (torchax compiles with jax.jit)",
             },
+            machine_checks={"compile": "Inductor's probes of the CPU's vector instruction sets"},
             mode_implementations={
                 "xla": ModeImplementation(
                     implementation="stackwars.frameworks.torch_xla:TorchXlaFramework",

@@ -167,6 +167,11 @@ class FrameworkInfo:
     # Mode -> the persistent compile cache its compiled code can be reloaded from in a later
     # process (--cache warm, cold-then-warm); a mode missing here keeps none.
     compile_caches: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # Mode -> the checks of the machine its compiler makes once per cache folder, not per
+    # program (Inductor's probes of the CPU's vector instruction sets), made by
+    # ``Framework.check_machine``: a cold cell's fresh cache starts from them, made once per
+    # batch (runner/toolchain.py); under --cache pristine each cell makes them.
+    machine_checks: Mapping[str, str] = field(default_factory=dict, hash=False)
     # The registered framework this one is a layer over (the Keras stacks run on jax, torch or
     # tensorflow): it brings no kernels of its own, so the peak and the BLAS probe leave it
     # out, and runs that name no stacks leave it out too (ask for it by name or family).
@@ -288,6 +293,9 @@ class RunSettings:
     threads: int | None = None
     cache: str = "cold"  # cold | warm | pristine | cold-then-warm
     cache_dir: str = ""
+    # What the cell's fresh compile cache started from: the checks of the machine its compiler
+    # makes once per cache folder (FrameworkInfo.machine_checks), made once per batch; "" none.
+    machine_checks: str = ""
     x64: bool = False
     preallocate: bool = False
     # highest: full float32 matmuls; high: the framework's faster float32 mode (TF32 on
@@ -329,6 +337,11 @@ class Framework(ABC):
     @abstractmethod
     def load(self) -> None:
         """Import the framework."""
+
+    def check_machine(self, mode: str) -> None:
+        """Make the checks ``info.machine_checks`` names for ``mode``, into the cache folder
+        set by ``environment`` (after ``load``, in a toolchain worker of their own)."""
+        del mode
 
     @abstractmethod
     def init(self, settings: RunSettings) -> dict[str, Any]:

@@ -132,6 +132,14 @@ class TorchFramework(Framework):
     def load(self) -> None:
         import torch  # noqa: F401
 
+    def check_machine(self, mode: str) -> None:
+        if mode == "compile":
+            # What Inductor asks before it generates CPU code: each instruction set's probe
+            # compiled into its cache folder (private, but the one place Inductor decides it).
+            from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+            pick_vec_isa()
+
     def init(self, settings: RunSettings) -> dict[str, Any]:
         import torch
 

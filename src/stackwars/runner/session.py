@@ -22,6 +22,7 @@ from stackwars.config import RunOptions
 from stackwars.frameworks.base import RunSettings
 from stackwars.results.run import Run, now
 from stackwars.results.schema import Cell
+from stackwars.runner.child import Limits
 from stackwars.runner.crosscheck import crosscheck
 from stackwars.runner.isolate import failed_cell, run_in_worker
 from stackwars.runner.plan import PlannedCell
@@ -36,6 +37,7 @@ from stackwars.runner.tasks import (
     TaskReporter,
     Where,
 )
+from stackwars.runner.toolchain import MachineChecksFailed
 
 __all__ = ["Executor"]  # re-exported: callers above the runner name it from here
 
@@ -77,12 +79,15 @@ def x64_from_inputs(spec: CellSpec, mode: str) -> bool:
     return mode == "auto" and "dtype" not in spec.params
 
 
-def request_for(spec: CellSpec, options: RunOptions, cache_dir: Path) -> Request:
+def request_for(
+    spec: CellSpec, options: RunOptions, cache_dir: Path, machine_checks: str = ""
+) -> Request:
     settings = RunSettings(
         device=spec.device,
         threads=options.threads,
         cache=options.cache,
         cache_dir=str(cache_dir),
+        machine_checks=machine_checks,
         x64=wants_x64(spec, options.x64),
         preallocate=options.preallocate,
         memory_fraction=options.memory_fraction,
@@ -208,18 +213,34 @@ def measure_cell(
     else:
         folder = caches.for_cell(index)
         try:
-            request = request_for(item.spec, options, folder)
-            cell = run_in_worker(
-                request, options.timeout_s, options.memory_budget, on_progress=on_progress
-            )
-            if options.cache == "cold-then-warm" and cell.status == "ok":
-                if on_progress is not None:
-                    on_progress("first run again, with the compile cache it filled")
-                _measure_warm_start(cell, request, options)
+            cell = _measured(item.spec, options, caches, folder, on_progress)
         finally:
             caches.release(folder)
     cell.memory.predicted_bytes = item.predicted_bytes
     cell.memory.predicted_device_bytes = item.predicted_device_bytes
+    return cell
+
+
+def _measured(
+    spec: CellSpec,
+    options: RunOptions,
+    caches: CacheFolders,
+    folder: Path,
+    on_progress: Callable[[str], None] | None,
+) -> Cell:
+    """The cell measured in a fresh worker whose compile cache is ``folder``."""
+    try:
+        limits = Limits(options.timeout_s, options.memory_budget)
+        files = options.workload_files
+        checked = caches.start_checked(spec.stack, folder, limits, on_progress, files)
+    except MachineChecksFailed as exc:
+        return failed_cell(request_for(spec, options, folder), "error", str(exc))
+    request = request_for(spec, options, folder, checked)
+    cell = run_in_worker(request, options.timeout_s, options.memory_budget, on_progress=on_progress)
+    if options.cache == "cold-then-warm" and cell.status == "ok":
+        if on_progress is not None:
+            on_progress("first run again, with the compile cache it filled")
+        _measure_warm_start(cell, request, options)
     return cell
 
 

@@ -17,23 +17,43 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from stackwars.errors import UsageError
+from stackwars.runner.child import Limits
+from stackwars.runner.toolchain import MachineChecks
 
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
 
 class CacheFolders:
-    """Compile-cache folders: fresh per cell (cold, pristine) or one shared folder (warm)."""
+    """Compile-cache folders: fresh per cell (cold, pristine) or one shared folder (warm). A
+    cold cell's folder starts from its stack's checks of the machine (runner/toolchain.py),
+    made once per batch; a pristine one from nothing."""
 
     def __init__(self, mode: str, root: Path | None) -> None:
         self.mode = mode
         self.root = root or Path(tempfile.mkdtemp(prefix="stackwars-cache-"))
         self._owns_root = root is None
+        starts_checked = mode in ("cold", "cold-then-warm")
+        self._machine_checks = MachineChecks(self.root) if starts_checked else None
 
     def for_cell(self, index: int) -> Path:
         folder = self.root / ("shared" if self.mode == "warm" else f"cell-{index}")
         folder.mkdir(parents=True, exist_ok=True)
         return folder
+
+    def start_checked(
+        self,
+        stack: str,
+        folder: Path,
+        limits: Limits,
+        on_progress: Callable[[str], None] | None = None,
+        workload_files: Sequence[str] = (),
+    ) -> str:
+        """Start cell ``folder`` from ``stack``'s machine checks where the mode wants it;
+        what they are ("": none). Raises MachineChecksFailed when they cannot be made."""
+        if self._machine_checks is None:
+            return ""
+        return self._machine_checks.copy_into(stack, folder, limits, on_progress, workload_files)
 
     def release(self, folder: Path) -> None:
         if self.mode != "warm":

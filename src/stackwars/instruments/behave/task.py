@@ -12,6 +12,7 @@ from stackwars.instruments.behave.data import Outcome
 from stackwars.runner.child import ChildEnd, Limits, run_child
 from stackwars.runner.environments import interpreter_for, stack_problem
 from stackwars.runner.tasks import Placement, Where
+from stackwars.runner.toolchain import MachineChecksFailed
 
 WORKER = "stackwars.instruments.behave.worker"
 
@@ -41,6 +42,8 @@ class ProbeTask:
             return Outcome(self.probe, self.stack, "unsupported", missing)
         folder = where.caches.for_cell(self.index)
         try:
+            files = self.workload_files
+            where.caches.start_checked(self.stack, folder, self.limits, None, files)
             end = self._ask(
                 {
                     "probe": self.probe,
@@ -49,6 +52,8 @@ class ProbeTask:
                     "workload_files": list(self.workload_files),
                 }
             )
+        except MachineChecksFailed as exc:
+            return Outcome(self.probe, self.stack, "error", str(exc))
         finally:
             where.caches.release(folder)
         if end.ok and end.result is not None:
