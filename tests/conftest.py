@@ -32,6 +32,8 @@ for _name, _sub in (
     # Nothing the user stored (a measured peak, a results store) leaks into a test.
     ("STACKWARS_PEAK", "peak.json"),
     ("STACKWARS_DB", "stackwars.sqlite"),
+    # The machine's compiler checks (runner/toolchain.py): made once per xdist worker here.
+    ("STACKWARS_MACHINE_CHECKS", "machine-checks"),
 ):
     os.environ[_name] = os.path.join(_SCRATCH, _sub)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -45,22 +45,30 @@ def fake_run(
         text=True,
         check=False,
         cwd=tmp_path,
-        env={**os.environ, "FAKENP_PROBES": str(tmp_path / "probes.txt"), **env},
+        env={
+            **os.environ,
+            "FAKENP_PROBES": str(tmp_path / "probes.txt"),
+            "STACKWARS_MACHINE_CHECKS": str(tmp_path / "machine"),
+            **env,
+        },
     )
     cells = json.loads(out.read_text())["cells"] if out.exists() else []
     return done, {(cell["stack"], cell["params"]["n"]): cell for cell in cells}
 
 
-def probes(tmp_path: Path) -> int:
+def probes(tmp_path: Path) -> list[str]:
+    """What the fake tracer's checks did, run after run: made, or found made before."""
     path = tmp_path / "probes.txt"
-    return len(path.read_text().splitlines()) if path.exists() else 0
+    return path.read_text().splitlines() if path.exists() else []
 
 
 @pytest.mark.slow
-def test_cold_cells_start_from_the_checks_made_once_for_the_run(tmp_path: Path) -> None:
+def test_cold_cells_start_from_the_machines_checks_brought_up_to_date_once_a_run(
+    tmp_path: Path,
+) -> None:
     done, cells = fake_run(tmp_path)
     assert done.returncode == 0, done.stderr
-    assert probes(tmp_path) == 1  # two traced cells, one toolchain worker
+    assert probes(tmp_path) == ["made"]  # two traced cells, one toolchain worker
     for n in (8, 16):
         traced, eager = cells["fakenp:traced", n], cells["fakenp:eager", n]
         assert traced["status"] == eager["status"] == "ok"
@@ -68,13 +76,18 @@ def test_cold_cells_start_from_the_checks_made_once_for_the_run(tmp_path: Path) 
         assert traced["settings"]["framework"]["probed"] is True
         assert eager["settings"]["run"]["machine_checks"] == ""  # its mode declares none
         assert eager["settings"]["framework"]["probed"] is False
+    # The machine keeps them: the next run's worker finds them made, as a compiler does.
+    done, cells = fake_run(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert probes(tmp_path) == ["made", "found"]
+    assert cells["fakenp:traced", 8]["settings"]["framework"]["probed"] is True
 
 
 @pytest.mark.slow
 def test_pristine_cells_make_every_check_themselves(tmp_path: Path) -> None:
     done, cells = fake_run(tmp_path, "--cache", "pristine")
     assert done.returncode == 0, done.stderr
-    assert probes(tmp_path) == 0
+    assert probes(tmp_path) == []
     for n in (8, 16):
         assert cells["fakenp:traced", n]["settings"]["run"]["machine_checks"] == ""
         assert cells["fakenp:traced", n]["settings"]["framework"]["probed"] is False
@@ -91,3 +104,15 @@ def test_checks_that_fail_make_that_stacks_cells_errors_that_name_the_fix(tmp_pa
         assert "the fake probe failed, as asked" in traced["reason"]
         assert "fix: --cache pristine" in traced["reason"]
         assert cells["fakenp:eager", n]["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_a_folder_the_checks_cannot_be_kept_in_is_an_error_naming_the_variable(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "file").write_text("not a folder", encoding="utf-8")
+    done, cells = fake_run(tmp_path, STACKWARS_MACHINE_CHECKS=str(tmp_path / "file" / "checks"))
+    assert done.returncode == 0, done.stderr
+    reason = cells["fakenp:traced", 8]["reason"]
+    assert "cannot be kept in" in reason and "fix: $STACKWARS_MACHINE_CHECKS" in reason
+    assert cells["fakenp:eager", 8]["status"] == "ok"

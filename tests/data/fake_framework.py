@@ -69,16 +69,19 @@ class FakeFramework(Framework):
         import numpy  # noqa: F401
 
     def check_machine(self, mode: str) -> None:
-        """Leaves PROBED in the cache folder; appends a line to $FAKENP_PROBES, when set (how
-        often it ran); fails when $FAKENP_PROBE_FAILS is set."""
+        """Leaves PROBED in the cache folder, as a compiler keeps what it checked; appends
+        "made" (or "found", when PROBED was there) to $FAKENP_PROBES, when set; fails when
+        $FAKENP_PROBE_FAILS is set."""
         if mode != "traced":
             return
         if os.environ.get("FAKENP_PROBE_FAILS"):
             raise RuntimeError("the fake probe failed, as asked")
-        (Path(os.environ["FAKENP_CACHE"]) / PROBED).write_text("ok", encoding="utf-8")
+        probed = Path(os.environ["FAKENP_CACHE"]) / PROBED
+        found = probed.exists()
+        probed.write_text("ok", encoding="utf-8")
         if os.environ.get("FAKENP_PROBES"):
             with open(os.environ["FAKENP_PROBES"], "a", encoding="utf-8") as probes:
-                probes.write("probed\n")
+                probes.write("found\n" if found else "made\n")
 
     def runtime_settings(self) -> dict[str, Any]:
         """Whether the cell's cache folder held the probe's result when the worker started."""
