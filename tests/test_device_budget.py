@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 from stackwars import workloads
@@ -55,7 +56,11 @@ def test_on_a_gpu_the_model_lives_on_the_device_and_the_host_keeps_its_weights()
     assert "host weights" not in detail and "AdamW moments" in detail
     assert plan.device_prediction(on_cpu) is None
     host_on_gpu, host_on_cpu = plan.prediction(on_gpu)[0], plan.prediction(on_cpu)[0]
-    assert host_on_gpu + device_need == host_on_cpu, "the same terms, split between the two"
+    slack_for = workloads.get("gpt2-small").device_slack_for
+    assert slack_for is not None
+    slack, why = slack_for(on_gpu.params, "torch")
+    assert slack > 0 and why in detail, "the caching allocator's free blocks, on the device only"
+    assert host_on_gpu + device_need - slack == host_on_cpu, "the same terms, split between the two"
 
 
 def test_a_model_too_big_for_the_device_is_planned_oom_with_the_device_prediction() -> None:
@@ -161,3 +166,61 @@ def test_the_gpus_out_of_memory_errors_end_a_cell_oom() -> None:
         kind, _, message = text.partition(": ")
         failure = classify(type(kind, (Exception,), {})(message))
         assert failure.status == "oom", what
+
+
+def _device_bytes(spec: CellSpec) -> int:
+    predicted = plan.device_prediction(spec)
+    assert predicted is not None
+    return predicted[0]
+
+
+def _torch_oom_bytes(text: str) -> tuple[int, int]:
+    """What a recorded CUDA out-of-memory error says the step needed at least: what torch had
+    allocated plus what it asked for, and the bytes its allocator held reserved but free."""
+    asked = re.search(r"Tried to allocate ([\d.]+) GiB", text)
+    held = re.search(r"([\d.]+) GiB is allocated by PyTorch", text)
+    free = re.search(r"([\d.]+) (GiB|MiB) is reserved by PyTorch but unallocated", text)
+    assert asked and held and free, text
+    unit = GIB if free.group(2) == "GiB" else 2**20
+    return int((float(asked.group(1)) + float(held.group(1))) * GIB), int(
+        float(free.group(1)) * unit
+    )
+
+
+def _torch_train(batch: int) -> tuple[int, int]:
+    """GPT-2 small's train step on torch:eager on a GPU: the predicted device peak of its arrays
+    and what the device must hold with the allocator's cached free blocks."""
+    spec = model("gpt2-small", "torch:eager", "gpu", task="train", batch=batch)
+    workload = workloads.get("gpt2-small")
+    assert workload.device_memory_for is not None
+    return workload.device_memory_for(spec.params, "torch")[0], _device_bytes(spec)
+
+
+def test_torchs_train_step_prediction_covers_what_each_recorded_out_of_memory_needed() -> None:
+    # Five errors on three GPUs (GPT-2 small's train step, seq 64): at each, torch had allocated
+    # its saved activations (no attention scores: scaled_dot_product_attention keeps none) and
+    # one or two logits-sized tensors, and asked for the next; the loss's backward holds three,
+    # and the caching allocator keeps about one more reserved but free. The prediction before
+    # counted the scores and two logits-sized tensors in all: 8 % low, and no free blocks.
+    errors = ANSWERS["h100_memory"]["oom_errors"] | ANSWERS["h200_memory"]["oom_errors"]
+    torch_errors = {what: text for what, text in errors.items() if what.startswith("torch")}
+    assert len(torch_errors) == 5
+    for what, text in torch_errors.items():
+        arrays, device = _torch_train(int(what.rsplit(" ", 1)[1]))
+        needed, free = _torch_oom_bytes(text)
+        assert arrays >= needed and device >= needed + free, what
+    # Where the loss's backward was the step that failed, the prediction is that step's need.
+    for what in ("torch:eager batch 1059", "torch:eager batch 1742", "torch:eager batch 1889"):
+        arrays, device = _torch_train(int(what.split()[-1]))
+        needed, free = _torch_oom_bytes(errors[what])
+        assert arrays < 1.01 * needed and device < 1.02 * (needed + free), what
+    # Measured where the step ran (max_memory_allocated and reserved), small and large.
+    peaks = ANSWERS["h200_memory"]["torch_device_peak_bytes"]
+    reserved = ANSWERS["h200_memory"]["torch_device_reserved_bytes"]
+    for what, batch in (
+        ("torch:eager batch 64", 64),
+        ("torch:eager batch 1742 expandable_segments:True", 1742),
+    ):
+        arrays, device = _torch_train(batch)
+        assert peaks[what] <= arrays < 1.1 * peaks[what], what
+        assert reserved[what] <= device, what

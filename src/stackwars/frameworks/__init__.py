@@ -230,7 +230,12 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             extra="torch",
             implementation="stackwars.frameworks.torch:TorchFramework",
             baseline_bytes=600 * MIB,
-            model_memory=ModelMemory(weights="own copy"),
+            model_memory=ModelMemory(
+                weights="own copy",
+                keeps_attention_scores=False,
+                loss_backward_logits=3,
+                cached_free_logits=1,
+            ),
             devices=("cpu", "gpu"),
             distributions=("torch",),
             release_packages=("torch",),

@@ -258,9 +258,14 @@ def device_prediction(spec: CellSpec) -> tuple[int, str] | None:
     if not on_accelerator(spec):
         return None
     workload = workloads.get(spec.workload)
-    if workload.device_memory_for is not None:
-        return workload.device_memory_for(spec.params, spec.framework)
-    return workload.memory_bytes(spec.params), "inputs, results and temporaries"
+    if workload.device_memory_for is None:
+        return workload.memory_bytes(spec.params), "inputs, results and temporaries"
+    need, detail = workload.device_memory_for(spec.params, spec.framework)
+    if workload.device_slack_for is not None:
+        slack, why = workload.device_slack_for(spec.params, spec.framework)
+        if slack:
+            need, detail = need + slack, f"{detail} + {slack / GIB:.2f} GiB {why}"
+    return need, detail
 
 
 def too_big(spec: CellSpec, budget: int, device_budget: DeviceBudget | None) -> str:

@@ -178,6 +178,9 @@ class Workload:
     # memory_bytes goes to the device (inputs, results, temporaries), the host keeps the
     # NumPy inputs and the results it reads back.
     device_memory_for: Callable[[Mapping[str, Any], str], tuple[int, str]] | None = None
+    # What the framework's device allocator keeps reserved but unused beside device_memory_for
+    # at the peak (bytes, and why); the device must hold it too. None: nothing known.
+    device_slack_for: Callable[[Mapping[str, Any], str], tuple[int, str]] | None = None
     # The same computation as the reference but in float32 NumPy, for workloads whose rounding
     # error no simple rule predicts (deep models): how far it lands from the reference is what
     # float32 alone does to this result, and parity allows a float32 stack a multiple of that.

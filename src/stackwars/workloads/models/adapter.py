@@ -204,6 +204,12 @@ def _device_memory_for(
     return prediction.total, prediction.describe()
 
 
+def _device_slack_for(
+    spec: ModelSpec, params: Mapping[str, Any], framework: str
+) -> tuple[int, str]:
+    return memory.cached_free_blocks(spec, config_for(spec, params), params, framework)
+
+
 def _error_growth(spec: ModelSpec, params: Mapping[str, Any]) -> float:
     """Rounding grows with the length of the sums and the depth: the fourth root of the
     parameter count tracks both across these models in float32 (measured errors in
@@ -275,6 +281,7 @@ def as_workload(spec: ModelSpec) -> Workload:
         error_growth=lambda params: _error_growth(spec, params),
         memory_for=lambda params, framework: _memory_for(spec, params, framework),
         device_memory_for=lambda params, framework: _device_memory_for(spec, params, framework),
+        device_slack_for=lambda params, framework: _device_slack_for(spec, params, framework),
         unsupported=unsupported_reason,
         summary=lambda: _summary(spec),
         defaults_given=lambda given: _tiny_defaults(tiny, given),

@@ -272,16 +272,21 @@ def _blocks_activations(config: Config, batch: int, seq: int) -> Activations:
     scores = batch * config["heads"] * seq * seq
     per_layer = tokens * (7 * d + 2 * d_ff) + 2 * scores
     live = 2 * tokens * d + max(4 * tokens * d + 2 * scores, 2 * tokens * d_ff)
-    return Activations(saved=config["layers"] * per_layer, peak_live=live)
+    return Activations(
+        saved=config["layers"] * per_layer, peak_live=live, scores=config["layers"] * 2 * scores
+    )
 
 
 def bert_activations(config: Config, batch: int, seq: int) -> Activations:
     """Blocks, the embeddings' sum and norm, and for training the [b, s, vocab] logits."""
     tokens, d = batch * seq, config["d_model"]
     blocks = _blocks_activations(config, batch, seq)
+    logits = tokens * config["vocab"]
     return Activations(
-        saved=blocks.saved + 2 * tokens * d + tokens * config["vocab"],
+        saved=blocks.saved + 2 * tokens * d + logits,
         peak_live=blocks.peak_live + tokens * d + batch * d,
+        scores=blocks.scores,
+        logits=logits,
     )
 
 
@@ -294,6 +299,8 @@ def vit_activations(config: Config, batch: int, seq: int) -> Activations:
     return Activations(
         saved=blocks.saved + 2 * batch * (n + 1) * d + 2 * batch * d + logits,
         peak_live=blocks.peak_live + logits,
+        scores=blocks.scores,
+        logits=logits,
     )
 
 

@@ -149,7 +149,12 @@ def activations(config: Config, batch: int, seq: int) -> Activations:
     logits = tokens * config["vocab"]
     saved = config["layers"] * (attention + mlp) + 2 * tokens * d + logits
     # Without a backward each layer's temporaries die before the next layer runs.
-    return Activations(saved=saved, peak_live=max(attention, mlp) + tokens * d + logits)
+    return Activations(
+        saved=saved,
+        peak_live=max(attention, mlp) + tokens * d + logits,
+        scores=config["layers"] * 2 * scores,
+        logits=logits,
+    )
 
 
 def _config(**overrides: Any) -> dict[str, Any]:

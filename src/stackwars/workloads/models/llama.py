@@ -223,7 +223,9 @@ def activations(config: Config, batch: int, seq: int) -> Activations:
     logits = tokens * config["vocab"]
     saved = config["layers"] * (attn + mlp) + tokens * d + 2 * logits
     peak_live = tokens * d + max(attn, mlp) + logits
-    return Activations(saved=saved, peak_live=peak_live)
+    return Activations(
+        saved=saved, peak_live=peak_live, scores=config["layers"] * 2 * scores, logits=logits
+    )
 
 
 LLAMA_3_1_8B = ModelSpec(

@@ -18,7 +18,10 @@ makes true; what differs between frameworks is declared by each one's ``ModelMem
 * training adds gradients and AdamW's two moments, all in the parameters' dtype; a functional
   train step (``functional_train_step``: jax) also returns new parameters and new moments (no
   buffer donation: the same arguments are reused by every timed call);
-* activations: what the spec says a forward keeps for its backward and holds at once;
+* activations: what the spec says a forward keeps for its backward and holds at once, less
+  the attention's scores where the framework's attention is fused, and with the logits-sized
+  tensors the loss's backward holds where the framework's count is measured (torch: 3, which
+  outweighs the forward's peak once the logits dominate);
 * inference's float64 NumPy reference converts one weight at a time and holds its own
   activations in float64.
 """
@@ -32,7 +35,7 @@ from typing import Any
 from stackwars.frameworks import FRAMEWORKS
 from stackwars.frameworks.base import ModelMemory
 from stackwars.workloads.base import DTYPE_BYTES
-from stackwars.workloads.models.spec import Config, ModelSpec, count
+from stackwars.workloads.models.spec import Activations, Config, ModelSpec, count
 
 GIB = 2**30
 # What stays in host memory when the cell runs on an accelerator: the canonical weights that
@@ -103,12 +106,36 @@ def predict(
         terms["gradients"] = n_params * item
         terms["AdamW moments"] = 2 * n_params * item
         terms["new weights and moments"] = functional_copies
-        terms["activations"] = (acts.saved + acts.peak_live) * item
+        terms["activations"] = _train_activations(held, acts) * item
     else:
         largest = max(_largest(spec.layout(config)), _largest(spec.buffers(config)))
         terms["activations"] = acts.peak_live * item
         terms["float64 reference"] = 8 * (largest + acts.peak_live)
     return Prediction(terms)
+
+
+def cached_free_blocks(
+    spec: ModelSpec, config: Config, params: Mapping[str, Any], framework: str
+) -> tuple[int, str]:
+    """Bytes a device allocator keeps reserved but unused at a train step's peak, and why
+    (``ModelMemory.cached_free_logits``); (0, '') where none are known."""
+    blocks = model_memory(framework).cached_free_logits
+    if params["task"] != "train" or not blocks:
+        return 0, ""
+    acts = spec.activations(config, int(params["batch"]), int(params.get("seq", 0)))
+    why = "cached free blocks (logits-sized, kept by the allocator; not with expandable_segments)"
+    return blocks * acts.logits * DTYPE_BYTES[str(params["dtype"])], why
+
+
+def _train_activations(held: ModelMemory, acts: Activations) -> int:
+    """What the forward keeps for the backward, and on top of it the most the step holds at
+    once: the forward's own peak, or the loss's backward where the framework's count of
+    logits-sized tensors there is known (``saved`` already holds one: the log-probabilities)."""
+    saved = acts.saved if held.keeps_attention_scores else acts.saved - acts.scores
+    live = acts.peak_live
+    if held.loss_backward_logits:
+        live = max(live, (held.loss_backward_logits - 1) * acts.logits)
+    return saved + live
 
 
 def _largest(layout: Mapping[str, tuple[int, ...]]) -> int:

@@ -91,10 +91,15 @@ def standard_init(name: str, shape: Shape, rng: Any) -> Any:
 class Activations:
     """Element counts (per the cell's dtype) that decide a forward's or a train step's memory:
     ``saved`` stay alive from the forward until the backward needs them; ``peak_live`` is the
-    most a forward holds at once when nothing is kept for a backward."""
+    most a forward holds at once when nothing is kept for a backward. Two parts are named
+    because frameworks differ on them: ``scores``, the attention scores and probabilities
+    counted in ``saved`` (a fused attention keeps neither), and ``logits``, one logits-sized
+    tensor (the loss's backward holds several at once)."""
 
     saved: int
     peak_live: int
+    scores: int = 0
+    logits: int = 0
 
 
 @dataclass(frozen=True)
