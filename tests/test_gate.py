@@ -167,8 +167,9 @@ def test_a_broken_or_missing_candidate_cell_fails_the_gate(tmp_path: Path) -> No
     assert "absent from the candidate" in " ".join(done.stdout.split())
 
 
+# Not serial: memory alone is judged (no time limit), and a worker's peak RSS does not change
+# with the load beside it.
 @pytest.mark.slow
-@pytest.mark.serial
 def test_a_memory_regression_fails_its_own_limit(tmp_path: Path) -> None:
     base = measured(tmp_path, "base", "--repeat", "3")
     heavy = measured(tmp_path, "heavy", "--repeat", "3", env={"REGRESS_HOLD_MB": "400"})
@@ -219,8 +220,8 @@ def test_an_a_a_session_passes_on_real_workers(tmp_path: Path) -> None:
     assert data["outcome"] == "pass" and data["rows"][0]["comparison"]["unit"] == "round"
 
 
+# Not serial: a broken candidate fails whatever its neighbours' timings.
 @pytest.mark.slow
-@pytest.mark.serial
 def test_an_ab_session_fails_a_broken_candidate_and_says_why(tmp_path: Path) -> None:
     argv = ["ab", "--candidate-env", "REGRESS_FAIL=1", "--fail-above", "5"]
     done = stackwars(*argv, "--out", str(tmp_path / "s"), "--", *CELL, *QUICK, cwd=tmp_path)
