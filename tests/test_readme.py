@@ -26,11 +26,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
 from conftest import USER_ENVIRONMENTS
+from stackwars.commands.options import EXIT_UNDERPOWERED
 from stackwars.frameworks import environments
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -519,15 +522,20 @@ def lazy_ops_ok(folder: Path) -> bool:
     return True
 
 
+# Lines whose exit status is a gate's answer on identical code: pass (0) or underpowered (3)
+# are both honest answers, which one rests on the noise of a few workers; a fail (1) or an error
+# is a bug. At test size the CI section's compare has 3 workers a side, whose medians differed
+# by up to 78 % here (2026-11-27): its interval's bound crosses the limit of 50 % either way.
+GATE_ANSWERS = {
+    "stackwars compare baseline.json candidate.json --fail-above 5 --markdown compare.md "
+    "--github-summary": {0: "**Gate: PASS", EXIT_UNDERPOWERED: "**Gate: UNDERPOWERED"},
+}
+
+
 # What a line leaves in its folder, checked after its group.
 LEFT_BEHIND = {
     "stackwars export RUN --format json|csv [--out F]": lambda folder: (
         (folder / "cells.csv").read_text(encoding="utf-8").startswith("run_id,")
-    ),
-    "stackwars compare baseline.json candidate.json --fail-above 5 --markdown compare.md "
-    "--github-summary": lambda folder: (
-        # The gate's outcome first (issue 34), then the table.
-        (folder / "compare.md").read_text(encoding="utf-8").startswith("**Gate: ")
     ),
     "stackwars ir --workload ffn --stacks jax:jit,torch:xla --diff jax:jit torch:xla": lambda f: (
         bool(list(f.glob("stackwars-ir/*/jax_jit/stablehlo.txt")))
@@ -602,8 +610,11 @@ def environment(folder: Path) -> dict[str, str]:
     }
 
 
-def stackwars(argv: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
-    """``stackwars ARGV``, or the venv's ``ray`` when ARGV starts with it."""
+def stackwars(
+    argv: list[str], folder: Path, answers: Mapping[int, str] = MappingProxyType({0: ""})
+) -> subprocess.CompletedProcess[str]:
+    """``stackwars ARGV``, or the venv's ``ray`` when ARGV starts with it, exiting with one of
+    ANSWERS' statuses."""
     command = [RAY, *argv[1:]] if argv[0] == "ray" else [STACKWARS, *argv]
     done = subprocess.run(  # noqa: PLW1510 (the exit status is asserted)
         command,
@@ -613,7 +624,7 @@ def stackwars(argv: list[str], folder: Path) -> subprocess.CompletedProcess[str]
         text=True,
         timeout=900,
     )
-    assert done.returncode == 0, f"stackwars {shlex.join(argv)}:\n{done.stderr[-3000:]}"
+    assert done.returncode in answers, f"stackwars {shlex.join(argv)}:\n{done.stderr[-3000:]}"
     return done
 
 
@@ -646,9 +657,8 @@ def test_the_groups_cover_the_readme_in_order() -> None:
 
 # Groups run in the serial pass. The cluster's 'ray stop' stops every Ray instance of the
 # machine (tests/test_ray_*.py start theirs in the parallel pass). The CI section's compare
-# exits 0 only when its timings show every cell within the limit (3: underpowered), and reads
-# the two runs before it: beside other tests, once, two tiny runs of identical code were
-# underpowered at --fail-above 50 (2026-11-27).
+# answers from the timings of the two runs before it (GATE_ANSWERS): an A/A pair of the gate
+# once read +290 % beside other tests at load 4.4, a fail its answers exclude.
 ALONE = {"cluster": pytest.mark.serial, "ci": pytest.mark.serial}
 
 
@@ -677,7 +687,14 @@ def test_every_readme_command_works_from_another_folder(
                 if tuple(argv) in ran:
                     continue
                 ran.add(tuple(argv))
-                done = stackwars(argv, tmp_path)
+                if line in GATE_ANSWERS:
+                    answers = GATE_ANSWERS[line]
+                    done = stackwars(argv, tmp_path, answers)
+                    # The gate's outcome first (issue 34), then the table; as its exit said.
+                    markdown = (tmp_path / "compare.md").read_text(encoding="utf-8")
+                    assert markdown.startswith(answers[done.returncode]), markdown[:300]
+                else:
+                    done = stackwars(argv, tmp_path)
                 assert "Traceback" not in done.stdout + done.stderr, line
     finally:  # the README's head, also when a line between its start and stop failed
         if any(line.startswith("ray ") for line in lines):
