@@ -20,6 +20,7 @@ from stackwars.frameworks import (
     Stack,
     environments,
     installed_version,
+    missing_reason,
     parse_stack,
     parse_stacks,
     split_stack,
@@ -47,6 +48,15 @@ def test_base_pins_are_the_constraints_versions() -> None:
     for pin in environments.BASE_PINS:
         name, version = pin.split("==")
         assert pinned[name] == version, pin
+
+
+def test_a_framework_of_its_own_environment_is_never_called_not_installed_here() -> None:
+    # Made or not, torch_xla cannot be imported beside the main torch: a skip or refusal in
+    # this process says where its stacks run, not a fix that would leave it unimportable.
+    assert missing_reason("torch-xla") == (
+        "torch_xla is not importable in this process: its stacks run in workers of the "
+        "'torch-xla' environment (stackwars env create torch-xla makes it)"
+    )
 
 
 def test_a_stack_names_its_environment_and_keeps_it_through_parsing() -> None:

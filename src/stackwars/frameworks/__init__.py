@@ -447,10 +447,19 @@ def implementation_for(implementations: Mapping[str, T], framework: str) -> T | 
 
 
 def missing_reason(framework: str) -> str | None:
-    """Why a framework cannot be imported here, with the fix; None when it is installed."""
+    """Why a framework cannot be imported here, with the fix; None when it is installed.
+
+    A framework that lives in an environment of its own (torch_xla) is never importable
+    here, made or not: the reason says where its stacks run instead of a fix that, once
+    done, would still leave it unimportable in this process."""
     info = FRAMEWORKS[framework]
     for name in (info.import_name, *_backend_import(info)):
         if importlib.util.find_spec(name) is None:
+            if info.environment:
+                return (
+                    f"{name} is not importable in this process: its stacks run in workers of "
+                    f"the '{info.environment}' environment ({info.install_hint()} makes it)"
+                )
             return f"{name} is not installed; fix: {info.install_hint()}"
     return None
 
