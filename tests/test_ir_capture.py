@@ -161,3 +161,21 @@ def test_ir_without_out_writes_under_the_working_directory(
     index = json.loads(index_path.read_text(encoding="utf-8"))
     assert "stablehlo" in index["stages"]
     assert "exited with" not in out
+
+
+@pytest.mark.slow
+def test_ir_on_a_device_the_framework_does_not_see_says_why_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = stack_missing_reason("jax", "jit")
+    if missing:
+        pytest.skip(missing)
+    args = ["ir", "--workload", "gemm", "--param", "n=16", "--stacks", "jax:jit"]
+    assert main([*args, "--device", "gpu", "--out", str(tmp_path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "jax:jit: *:" in out
+    assert "stackwars[cuda]" in out  # the fix, its brackets not read as markup
+    assert "Traceback" not in out
+    index = json.loads((tmp_path / "jax_jit" / "index.json").read_text())
+    assert index["stages"] == {}
+    assert "gpu" in index["unavailable"]["*"].lower()

@@ -17,6 +17,7 @@ from typing import Any
 
 from stackwars import workloads
 from stackwars.frameworks import load_framework
+from stackwars.frameworks.base import DeviceUnavailable
 from stackwars.ir.capture import NO_COMPILER, capturer, stages
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.runner.child import serve
@@ -75,6 +76,8 @@ def answer(data: dict[str, Any]) -> dict[str, Any]:
         workloads.load_workload_file(path)
     try:
         index = capture(request, out_dir)
+    except DeviceUnavailable as exc:  # its message says why and names the fix: no traceback
+        index = {"stack": request.cell.stack, "stages": {}, "unavailable": {"*": str(exc)}}
     except Exception as exc:  # the whole capture failed: say why, as data
         tail = "".join(traceback.format_exception(exc)[-20:])
         index = {"stack": request.cell.stack, "stages": {}, "unavailable": {"*": tail}}

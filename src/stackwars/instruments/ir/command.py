@@ -10,7 +10,7 @@ from typing import Any
 from rich.table import Table
 
 from stackwars.commands.options import Subparsers, add_workload_files
-from stackwars.config import RunOptions, default_memory_budget
+from stackwars.config import RunOptions, default_memory_budget, parse_device
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stack
 from stackwars.instruments.ir.service import ir_cells
@@ -33,7 +33,9 @@ def add_ir(subparsers: Subparsers) -> None:
             "optimized HLO, cost and memory analysis; torch:xla: exported graph, StableHLO, "
             "optimized HLO; torch:compile: FX graphs, Inductor code, graph breaks; "
             "tensorflow:xla: StableHLO, HLO, optimized HLO; tensorflow:graph: its ops), "
-            "normalise and analyse it, and with --diff compare two stacks."
+            "normalise and analyse it, and with --diff compare two stacks. With --device gpu "
+            "the compiler targets the GPU (its optimized HLO and memory analysis are the GPU's; "
+            "nothing is run, so a batch too large to run can still be compiled and sized)."
         ),
         epilog="example: stackwars ir --workload ffn --stacks jax:jit,torch:xla "
         "--diff jax:jit torch:xla",
@@ -41,6 +43,9 @@ def add_ir(subparsers: Subparsers) -> None:
     parser.add_argument("--workload", required=True)
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--stacks", help="comma list of framework:mode")
+    parser.add_argument(
+        "--device", default="cpu", help="cpu, gpu, gpu:1 or tpu: the compiler's target (cpu)"
+    )
     parser.add_argument("--stage", help="only this stage (and the stage --diff compares)")
     parser.add_argument("--diff", nargs=2, metavar=("A", "B"), help="compare two stacks' IR")
     parser.add_argument("--out", metavar="DIR", help="where captures go (./stackwars-ir/...)")
@@ -60,13 +65,15 @@ def ir(args: argparse.Namespace, argv: list[str]) -> int:
         stacks=args.stacks,
         workload_files=tuple(args.workload_file),
     )
-    cells = ir_cells(choice, args.diff or ())
+    cells = ir_cells(choice, args.diff or (), parse_device(args.device))
     options = RunOptions(
         timeout_s=args.timeout or api.IR_TIMEOUT_S,
         memory_budget=default_memory_budget(),
         workload_files=tuple(str(Path(path).resolve()) for path in args.workload_file),
     )
     params = "-".join(f"{k}={v}" for k, v in cells[0].params.items())
+    if cells[0].device != "cpu":
+        params += f"-{cells[0].device}"
     root = Path(args.out or Path("stackwars-ir") / slug(f"{cells[0].workload}-{params}"))
     captures = {
         spec.stack: (
@@ -79,7 +86,8 @@ def ir(args: argparse.Namespace, argv: list[str]) -> int:
     console.print(summary_table(captures, args.stage))
     for stack, (_, index) in captures.items():
         for stage, reason in index["unavailable"].items():
-            console.print(f"{stack}: {stage}: {headline(reason)}")
+            # As text: a reason's fix may name an extra in brackets (stackwars[cuda]).
+            console.print(f"{stack}: {stage}: {headline(reason)}", markup=False)
     if args.diff:
         diff_pair(captures, args.diff, args.stage or "stablehlo", root)
     console.print(f"captures written under {root.resolve()}")

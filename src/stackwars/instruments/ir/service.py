@@ -1,6 +1,6 @@
-"""``stackwars ir``'s cells: one per stack, one value per parameter, on cpu; the capture itself
-is the core's (``runner/ir_task.py``: a run's ``--capture-ir`` and claims' IR lines use it
-too)."""
+"""``stackwars ir``'s cells: one per stack, one value per parameter, on one device; the
+capture itself is the core's (``runner/ir_task.py``: a run's ``--capture-ir`` and claims' IR
+lines use it too)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from stackwars.runner.protocol import CellSpec
 from stackwars.service.choices import Selection
 
 
-def ir_cells(selection: Selection, diff: Sequence[str] = ()) -> list[CellSpec]:
-    """One cell per stack for IR capture; ``diff`` names two of the stacks to compare."""
+def ir_cells(selection: Selection, diff: Sequence[str] = (), device: str = "cpu") -> list[CellSpec]:
+    """One cell per stack for IR capture on ``device``; ``diff`` names two of the stacks to
+    compare."""
     for path in selection.workload_files:
         workloads.load_workload_file(path)
     workload = workloads.get(selection.workload or "")
@@ -29,4 +30,4 @@ def ir_cells(selection: Selection, diff: Sequence[str] = ()) -> list[CellSpec]:
     for name in diff:
         if parse_stack(name) not in stacks:
             raise UsageError(f"--diff {name} must be one of --stacks")
-    return plan.cells_for(workload, values, stacks, "cpu")
+    return plan.cells_for(workload, values, stacks, device)
