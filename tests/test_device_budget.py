@@ -220,7 +220,50 @@ def test_torchs_train_step_prediction_covers_what_each_recorded_out_of_memory_ne
     for what, batch in (
         ("torch:eager batch 64", 64),
         ("torch:eager batch 1742 expandable_segments:True", 1742),
+        ("torch:eager batch 1491", 1491),
     ):
         arrays, device = _torch_train(batch)
         assert peaks[what] <= arrays < 1.1 * peaks[what], what
         assert reserved[what] <= device, what
+
+
+def test_the_largest_batch_torch_is_given_runs_with_the_default_allocator_as_predicted() -> None:
+    # The third H200 (2026-11-28) ran the answer --find-max-batch gives once the cached free
+    # blocks are counted (1491 on that GPU): the step ran, 1.00x its predicted arrays
+    # allocated and 0.99x the whole prediction reserved. Without the cached blocks the answer
+    # was 1742, which ran out of memory with the default allocator (recorded above).
+    spec = model("gpt2-small", "torch:eager", "gpu", task="train")
+    h200 = plan.DeviceBudget(
+        default_device_budget(
+            "gpu", parse_gpu_memory(ANSWERS["h200_memory"]["nvidia_smi_memory_total"])
+        )
+        or 0
+    )
+    assert maxbatch.max_batch(spec, HOST_BUDGET, h200) == 1491
+    arrays, device = _torch_train(1491)
+    peak = ANSWERS["h200_memory"]["torch_device_peak_bytes"]["torch:eager batch 1491"]
+    reserved = ANSWERS["h200_memory"]["torch_device_reserved_bytes"]["torch:eager batch 1491"]
+    assert abs(peak / arrays - 1) < 0.01
+    assert reserved <= device < 1.02 * reserved
+
+
+def test_jax_train_step_prediction_is_within_ten_percent_of_xlas_own_buffer_assignment() -> None:
+    # XLA's memory analysis of jax:jit's GPT-2 small train step compiled for the H200 and not
+    # run (stackwars ir --device gpu): its arguments, outputs and temporaries. The prediction
+    # is 4 % under it at batch 64 and 6 % over it at 1548, jax's largest batch predicted: so
+    # the out-of-memory error there (one 97.6 GiB buffer, XLA's temporaries, recorded above)
+    # came from what the allocator held beside the program, not from the program's need.
+    analyses = ANSWERS["h200_memory"]["jax_memory_analysis"]
+    h200_bytes = parse_gpu_memory(ANSWERS["h200_memory"]["nvidia_smi_memory_total"])[0]
+    limit = 0.75 * h200_bytes  # jax's allocator's share of that GPU
+    workload = workloads.get("gpt2-small")
+    assert workload.device_memory_for is not None
+    for batch in (64, 1548):
+        analysis = analyses[f"jax:jit batch {batch}"]
+        spec = model("gpt2-small", "jax:jit", "gpu", task="train", batch=batch)
+        predicted = workload.device_memory_for(spec.params, "jax")[0]
+        assert abs(predicted / analysis["peak_memory_in_bytes"] - 1) < 0.1, batch
+        assert analysis["temp_size_in_bytes"] < analysis["peak_memory_in_bytes"] < limit
+    assert "97.60GiB" in ANSWERS["h200_memory"]["oom_errors"]["jax:jit batch 1548"]
+    asked = analyses["jax:jit batch 1548"]["temp_size_in_bytes"] / GIB
+    assert round(asked, 2) == 97.60

@@ -38,30 +38,50 @@ largest_batch() {  # stack: the largest batch --find-max-batch printed for it on
   awk -F'│' -v stack="$1" '$4 ~ " "stack" " {gsub(/ /, "", $5); print $5; exit}' "$work/maxbatch-plan.log"
 }
 
-run_at_batches() {  # torch at the largest batch predicted, with the default allocator and expandable
-  # segments (the third visit's error had 21.9 GiB reserved but free); jax's prediction is unchanged
-  # since the third visit, whose run at it is recorded (tests/data/device_answers.json)
+run_at_batches() {  # torch at the largest batch predicted with the default allocator (the fourth
+  # visit ran expandable segments at its answer: 0.998x; the cached free block is counted since)
   local torch_batch
   torch_batch=$(largest_batch torch:eager)
   echo "largest batch predicted: torch:eager $torch_batch"
   [ -n "$torch_batch" ] || { echo "no batch found in maxbatch-plan.log"; return 1; }
   $sw run --workload gpt2-small --param task=train --param batch="$torch_batch" --stacks torch:eager $gpu \
     --budget 1 --label maxbatch-torch --json "$work/maxbatch-torch.json"
-  $sw run --workload gpt2-small --param task=train --param batch="$torch_batch" --stacks torch:eager $gpu \
-    --budget 1 --allocator-conf expandable_segments:True --label maxbatch-torch-expandable \
-    --json "$work/maxbatch-torch-expandable.json"
 }
 
-models_rest() {  # the model cells no visit reached, eight at a time (device peaks; times not quoted)
-  local all="jax:jit,torch:eager,torch:compile,torch:xla,keras-jax:jit" rest="torch:compile,torch:xla,keras-jax:jit"
-  $sw run --workload vit-b16 --param task=infer,train --stacks "$all" $gpu --budget 0.5 --jobs 8 \
-    --label models-vit --json "$work/models-vit.json"
-  $sw run --workload gpt2-small,bert-base --param task=infer,train --stacks "$rest" $gpu --budget 0.5 \
-    --jobs 8 --label models-rest --json "$work/models-rest.json"
+jax_memory() {  # what XLA's own buffer assignment needs for jax's train step, compiled for the GPU
+  # and not run: at batch 64 (whose measured peak is on record) and at jax's largest batch
+  # predicted (which ran out of memory on the H200 asking for one 97.6 GiB buffer)
+  local jax_batch
+  jax_batch=$(largest_batch jax:jit)
+  echo "largest batch predicted: jax:jit $jax_batch"
+  for batch in 64 $jax_batch; do
+    $sw ir --workload gpt2-small --param task=train --param batch="$batch" --stacks jax:jit \
+      --device gpu --stage memory_analysis --out "$work/ir-jax-$batch"
+    cat "$work/ir-jax-$batch/jax_jit/memory_analysis.txt"
+  done
+}
+
+jax_at_its_answer() {  # jax at its largest batch predicted, pre-allocating its share: XLA's own
+  # analysis says the step needs 99.5 GiB of the 105.3 its allocator allows on an H200, yet the
+  # run without pre-allocation ran out asking for its 97.6 GiB of temporaries (fifth visit):
+  # one region of the whole share tells whether the allocator's growth left no room
+  local jax_batch
+  jax_batch=$(largest_batch jax:jit)
+  [ -n "$jax_batch" ] || { echo "no batch found in maxbatch-plan.log"; return 1; }
+  $sw run --workload gpt2-small --param task=train --param batch="$jax_batch" --stacks jax:jit $gpu \
+    --budget 1 --preallocate --label maxbatch-jax-preallocate --json "$work/maxbatch-jax-preallocate.json"
+}
+
+models_rest() {  # the model cells no visit reached (device peaks; times are not quoted: they
+  # share the GPU), the compiled ones last since torch:compile's train steps take minutes each
+  $sw run --workload bert-base --param task=train --stacks keras-jax:jit $gpu --budget 0.5 \
+    --label models-rest --json "$work/models-rest.json"
   $sw run --workload gpt2-small --param task=train --stacks jax:jit,torch:eager $gpu --budget 0.5 \
     --jobs 2 --label models-gpt2-train --json "$work/models-gpt2-train.json"
-  $sw run --workload resnet50 --param task=train --stacks torch:compile $gpu --budget 0.5 \
-    --label models-resnet-compile --json "$work/models-resnet-compile.json"
+  $sw run --workload gpt2-small,bert-base --param task=infer,train --stacks torch:compile $gpu \
+    --budget 0.5 --jobs 4 --label models-compile --json "$work/models-compile.json"
+  $sw run --workload resnet50,vit-b16 --param task=train --stacks torch:compile $gpu --budget 0.5 \
+    --jobs 2 --label models-compile-train --json "$work/models-compile-train.json"
 }
 
 allocator_settings() {  # one model's train step under each allocator setting, one cell at a time
@@ -105,7 +125,7 @@ large_models() {  # GPT-Neo two cells at a time (their peaks add up); LLaMA's tr
     --label llama-train-gpu --json "$work/llama-train.json"
 }
 
-export -f fixes large_models models_rest largest_batch run_at_batches allocator_settings precisions selu_both_sides
+export -f fixes large_models models_rest largest_batch run_at_batches jax_memory jax_at_its_answer allocator_settings precisions selu_both_sides
 export sw gpu work
 models="resnet50,bert-base,gpt2-small,vit-b16"
 model_stacks="jax:jit,torch:eager,torch:compile,torch:xla,keras-jax:jit"
@@ -123,7 +143,10 @@ for what in "$@"; do case $what in
   maxbatch) step maxbatch-plan 40 $sw run --workload gpt2-small --param task=train --stacks jax:jit,torch:eager \
               $gpu --find-max-batch
             step maxbatch 100 run_at_batches ;;
-  models-rest) step models-rest 240 models_rest ;;
+  jax-memory) step jax-memory 120 jax_memory ;;
+  # After maxbatch (its plan): jax at its own answer, pre-allocating.
+  jax-maxbatch) step jax-maxbatch 100 jax_at_its_answer ;;
+  models-rest) step models-rest 200 models_rest ;;
   allocator) step allocator 100 allocator_settings ;;
   precision) step precision 80 precisions ;;
   selu) step selu 50 selu_both_sides ;;
