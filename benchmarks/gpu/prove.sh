@@ -34,8 +34,16 @@ step() {  # name, cap in seconds, command...
   tar czf "$OUT/prove.tgz" -C "$work" .
 }
 
-largest_batch() {  # stack: the largest batch --find-max-batch printed for it on the gpu
-  awk -F'│' -v stack="$1" '$4 ~ " "stack" " {gsub(/ /, "", $5); print $5; exit}' "$work/maxbatch-plan.log"
+largest_batch() {  # stack [plan step]: the largest batch --find-max-batch printed for it on the gpu
+  awk -F'│' -v stack="$1" '$4 ~ " "stack" " {gsub(/ /, "", $5); print $5; exit}' "$work/${2:-maxbatch-plan}.log"
+}
+
+second_model_at_its_answer() {  # BERT-base's train step on torch at its largest batch predicted
+  local torch_batch
+  torch_batch=$(largest_batch torch:eager maxbatch-bert-plan)
+  [ -n "$torch_batch" ] || { echo "no batch found in maxbatch-bert-plan.log"; return 1; }
+  $sw run --workload bert-base --param task=train --param batch="$torch_batch" --stacks torch:eager $gpu \
+    --budget 1 --label maxbatch-bert-torch --json "$work/maxbatch-bert-torch.json"
 }
 
 run_at_batches() {  # torch at the largest batch predicted with the default allocator (the fourth
@@ -125,7 +133,7 @@ large_models() {  # GPT-Neo two cells at a time (their peaks add up); LLaMA's tr
     --label llama-train-gpu --json "$work/llama-train.json"
 }
 
-export -f fixes large_models models_rest largest_batch run_at_batches jax_memory jax_at_its_answer allocator_settings precisions selu_both_sides
+export -f fixes large_models models_rest largest_batch run_at_batches jax_memory jax_at_its_answer second_model_at_its_answer allocator_settings precisions selu_both_sides
 export sw gpu work
 models="resnet50,bert-base,gpt2-small,vit-b16"
 model_stacks="jax:jit,torch:eager,torch:compile,torch:xla,keras-jax:jit"
@@ -144,6 +152,10 @@ for what in "$@"; do case $what in
               $gpu --find-max-batch
             step maxbatch 100 run_at_batches ;;
   jax-memory) step jax-memory 120 jax_memory ;;
+  # --find-max-batch for a second model (issue 39 asks for two), run at torch's answer.
+  maxbatch-bert) step maxbatch-bert-plan 40 $sw run --workload bert-base --param task=train \
+                   --stacks jax:jit,torch:eager $gpu --find-max-batch
+                 step maxbatch-bert 100 second_model_at_its_answer ;;
   # After maxbatch (its plan): jax at its own answer, pre-allocating.
   jax-maxbatch) step jax-maxbatch 100 jax_at_its_answer ;;
   models-rest) step models-rest 200 models_rest ;;
