@@ -190,7 +190,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
             "--candidate-env",
             "REGRESS_EXTRA=0.1",
             "--fail-above",
-            "100",
+            "300",
             "--max-rounds",
             "8",
             "--",
@@ -437,8 +437,10 @@ WHY = {
     "stackwars claims --builtin": "--only: the whole set takes minutes at full size",
     "stackwars ab --candidate-env REGRESS_EXTRA=0.1 --fail-above 5 -- --workload-file "
     "benchmarks/power/regressed_gemm.py --workload regressed-gemm --stacks numpy": "the "
-    "repository's file by its absolute path (the test runs elsewhere), --fail-above 100 and "
-    "at most 8 rounds: a 10 % change at test size is not what the line shows; the gate's sign "
+    "repository's file by its absolute path (the test runs elsewhere), --fail-above 300 and "
+    "at most 8 rounds: a 10 % change at test size is not what the line shows (a worker's "
+    "GEMM 256² can land in a mode 1.9x slower, so half its rounds near a 100 % limit left "
+    "a CI run of 2026-11-28 undecided); the gate's sign "
     "flip shows a cell within its limit from about 6 paired rounds, so 3 could only end "
     "underpowered (exit 3)",
     "stackwars ab --baseline-python base/.venv/bin/python --candidate-python .venv/bin/python "
