@@ -14,11 +14,12 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from stackwars.instruments.claims.verdict import FAILS, HOLDS, INCONCLUSIVE, VERDICTS, ClaimResult
+from stackwars.report.glyphs import TIMES
+from stackwars.report.markdown_text import escape, table_row
 from stackwars.results.run import Run
 
 COLUMNS = ("Claim", "Statement", "Measured (95% interval)", "Verdict", "Why", "Quote", "Note")
 _STYLES = {HOLDS: "green", FAILS: "red", INCONCLUSIVE: "yellow"}  # not checkable: dim
-TIMES = "\N{MULTIPLICATION SIGN}"
 
 
 def claim_results(runs: Iterable[Run]) -> list[tuple[str, ClaimResult]]:
@@ -93,11 +94,7 @@ def claims_table(results: Sequence[ClaimResult], title: str = "Claims") -> RichT
 
 def claims_markdown(results: Sequence[ClaimResult], title: str = "Claims") -> str:
     """The same rows as a Markdown table, each string escaped as the Markdown report does."""
-    # Imported here: html/layout.py imports this module.
-    from stackwars.report.html.markdown import escape
-
-    lines = [f"### {escape(title)}", "", "| " + " | ".join(COLUMNS) + " |"]
+    lines = [f"### {escape(title)}", "", table_row(COLUMNS)]
     lines.append("|" + " --- |" * len(COLUMNS))
-    for row in claim_rows(results):
-        lines.append("| " + " | ".join(escape(text) for text in row) + " |")
+    lines.extend(table_row(row) for row in claim_rows(results))
     return "\n".join([*lines, "", f"Verdicts: {verdict_counts(results)}.", ""])

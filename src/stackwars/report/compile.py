@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 from rich.table import Table as RichTable
 
+from stackwars.report.glyphs import TIMES
+from stackwars.report.markdown_text import escape, table_row
 from stackwars.report.table import format_seconds, shorten
 from stackwars.results.compile import CompileSummary, Estimate
 
@@ -34,7 +36,6 @@ NOTES = (
     "Warm-cache first run: a fresh worker whose persistent compile cache the cell's worker "
     "filled (--cache cold-then-warm)",
 )
-_TIMES = "\N{MULTIPLICATION SIGN}"
 
 
 def compile_rows(summaries: Sequence[CompileSummary]) -> list[tuple[str, ...]]:
@@ -100,7 +101,7 @@ def _speed_up(estimate: Estimate | None) -> str:
     if estimate is None or estimate.value is None:
         return ""
     low, high = estimate.low or 0.0, estimate.high or 0.0
-    return f"{estimate.value:.3g}{_TIMES} [{low:.3g}–{high:.3g}]"
+    return f"{estimate.value:.3g}{TIMES} [{low:.3g}–{high:.3g}]"
 
 
 def _break_even(summary: CompileSummary) -> str:
@@ -142,10 +143,10 @@ def compile_table(summaries: Sequence[CompileSummary]) -> RichTable:
 def compile_markdown(summaries: Sequence[CompileSummary]) -> str:
     shown = shown_columns(summaries)
     header = [COLUMNS[i] for i in shown]
-    lines = ["### What compiling buys", "", _line(header), _line(["---"] * len(header))]
-    lines.extend(_line([row[i] for i in shown]) for row in compile_rows(summaries))
+    lines = ["### What compiling buys", "", table_row(header), table_row(["---"] * len(header))]
+    lines.extend(table_row([row[i] for i in shown]) for row in compile_rows(summaries))
     lines.append("")
-    lines.extend(f"- {note}" for note in compile_notes(summaries))
+    lines.extend(f"- {escape(note)}" for note in compile_notes(summaries))
     return "\n".join(lines) + "\n"
 
 
@@ -154,7 +155,3 @@ def compile_notes(summaries: Sequence[CompileSummary]) -> list[str]:
     notes = [note for note in NOTES if warm or not note.startswith("Warm-cache")]
     notes.extend(sorted({s.note for s in summaries if s.break_even_calls and s.note}))
     return notes
-
-
-def _line(texts: Sequence[str]) -> str:
-    return "| " + " | ".join(" ".join(t.split()).replace("|", "\\|") for t in texts) + " |"

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.table import Table as RichTable
 
+from stackwars.report.markdown_text import escape, table_row
 from stackwars.report.table import format_seconds, format_steady
 from stackwars.results.history import Point
 
@@ -57,10 +58,10 @@ def history_note(points: list[Point]) -> str | None:
 
 def history_markdown(title: str, points: list[Point]) -> str:
     header = "| Run | Started | Status | Workers | Steady median | First run | Step |"
-    lines = [f"### {title}", "", header, "| --- | --- | --- | ---: | --- | ---: | --- |"]
-    lines.extend("| " + " | ".join(point_texts(point)) + " |" for point in points)
+    lines = [f"### {escape(title)}", "", header, "| --- | --- | --- | ---: | --- | ---: | --- |"]
+    lines.extend(table_row(point_texts(point)) for point in points)
     note = history_note(points)
-    return "\n".join([*lines, *(["", f"- {note}"] if note else [])]) + "\n"
+    return "\n".join([*lines, *(["", f"- {escape(note)}"] if note else [])]) + "\n"
 
 
 def history_file(series: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:

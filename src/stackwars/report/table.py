@@ -18,6 +18,8 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from stackwars.frameworks import proven_on
+from stackwars.report.glyphs import TIMES
+from stackwars.report.markdown_text import escape, table_row
 from stackwars.report.roofline import format_roofline
 from stackwars.results.machines import machine_of, machines
 from stackwars.results.peak import peak_matches_machine
@@ -89,7 +91,6 @@ LATENCY_NOTE = (
 )
 
 _TIME_UNITS = ((1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s"))
-_TIMES = "\N{MULTIPLICATION SIGN}"  # written by name: ruff flags the glyph as ambiguous
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 _FAILURE_STYLES = {"unsupported": "dim", "timeout": "yellow"}  # others: red
 
@@ -289,7 +290,7 @@ def _speed_up(cell: Cell, baseline: Cell | None) -> str:
     base = None if baseline is None else _median(baseline)
     if median is None or base is None:
         return ""
-    return f"{_three_digits(base / median)}{_TIMES}"
+    return f"{_three_digits(base / median)}{TIMES}"
 
 
 def _notes(cells: list[Cell], baseline: Cell | None) -> tuple[str, ...]:
@@ -297,7 +298,7 @@ def _notes(cells: list[Cell], baseline: Cell | None) -> tuple[str, ...]:
     if baseline is not None and sum(_median(cell) is not None for cell in cells) > 1:
         notes.append(
             f"speed-up: steady median of {stack_label(baseline)} ÷ the row's"
-            f" (above 1{_TIMES} is faster)"
+            f" (above 1{TIMES} is faster)"
         )
     shown = [cell for cell in cells if timed(cell)]
     if any(not cell.steady.stable for cell in shown):
@@ -450,23 +451,13 @@ def render_markdown(tables: Iterable[Table]) -> str:
 
 def _markdown_table(table: Table) -> str:
     align = ["---" if name in ("Stack", "Parity") else "---:" for name in table.columns]
-    lines = [f"### {_escape(table.title)}", "", _markdown_line(table.columns)]
-    lines.append(_markdown_line(align))
-    lines.extend(_markdown_line(row.texts()) for row in table.rows)
+    lines = [f"### {escape(table.title)}", "", table_row(table.columns)]
+    lines.append(table_row(align))
+    lines.extend(table_row(row.texts()) for row in table.rows)
     if table.notes:
         lines.append("")
-        lines.extend(f"- {_escape(note)}" for note in table.notes)
+        lines.extend(f"- {escape(note)}" for note in table.notes)
     return "\n".join(lines)
-
-
-def _markdown_line(texts: Iterable[str]) -> str:
-    return "| " + " | ".join(_escape(text) for text in texts) + " |"
-
-
-def _escape(text: str) -> str:
-    # A pipe ends a cell and a newline ends the table; reasons (stderr tails) contain both.
-    # GitHub reads a pair of single tildes as strike-through, and "~" marks unstable rows.
-    return " ".join(text.split()).replace("|", "\\|").replace("~", "\\~")
 
 
 def failure_details(cells: Iterable[Cell]) -> list[str]:

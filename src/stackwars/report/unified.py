@@ -8,10 +8,11 @@ from collections.abc import Sequence
 
 from rich.table import Table as RichTable
 
+from stackwars.report.glyphs import TIMES
+from stackwars.report.markdown_text import escape, table_row
 from stackwars.report.table import format_seconds
 from stackwars.results.unified import PUBLISHED_SPEED_UP, AbstractionCost, BackendRace
 
-_TIMES = "\N{MULTIPLICATION SIGN}"
 COST_TITLE = "What the Keras abstraction costs"
 COST_COLUMNS = ("Cell", "Keras stack", "Native stack", "Steady Keras ÷ native", "Verdict")
 COST_COLUMNS += ("First run Keras ÷ native", "Peak memory Keras ÷ native")
@@ -35,7 +36,7 @@ def _cell(workload: str, params: dict[str, object]) -> str:
 
 
 def _ratio(value: float | None) -> str:
-    return "" if value is None else f"{value:.3g}{_TIMES}"
+    return "" if value is None else f"{value:.3g}{TIMES}"
 
 
 def cost_rows(costs: Sequence[AbstractionCost]) -> list[tuple[str, ...]]:
@@ -44,7 +45,7 @@ def cost_rows(costs: Sequence[AbstractionCost]) -> list[tuple[str, ...]]:
         steady, verdict = "", ""
         if cost.steady is not None:
             c = cost.steady
-            steady = f"{c.ratio:.3g}{_TIMES} [{c.ci_low:.3g}–{c.ci_high:.3g}]"
+            steady = f"{c.ratio:.3g}{TIMES} [{c.ci_low:.3g}–{c.ci_high:.3g}]"
             verdict = c.verdict + (", within one process" if c.unit == "block" else "")
         rows.append(
             (
@@ -112,13 +113,9 @@ def unified_markdown(costs: Sequence[AbstractionCost], races: Sequence[BackendRa
     ):
         if not rows:
             continue
-        lines = [f"### {title}", "", _line(columns), _line(["---"] * len(columns))]
-        lines.extend(_line(row) for row in rows)
+        lines = [f"### {escape(title)}", "", table_row(columns), table_row(["---"] * len(columns))]
+        lines.extend(table_row(row) for row in rows)
         lines.append("")
-        lines.extend(f"- {note}" for note in notes)
+        lines.extend(f"- {escape(note)}" for note in notes)
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
-
-
-def _line(texts: Sequence[str]) -> str:
-    return "| " + " | ".join(" ".join(t.split()).replace("|", "\\|") for t in texts) + " |"

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from rich.table import Table as RichTable
 
+from stackwars.report.glyphs import TIMES
 from stackwars.report.table import format_seconds
 from stackwars.results.variants import Variants
-
-_TIMES = "\N{MULTIPLICATION SIGN}"
 
 
 def variant_rows(variants: Variants) -> list[tuple[str, ...]]:
@@ -24,7 +23,7 @@ def variant_rows(variants: Variants) -> list[tuple[str, ...]]:
         ]
         base = medians.get(first)
         ratios = [
-            f"{base / medians[value]:.3g}{_TIMES}" if base and medians.get(value) else ""
+            f"{base / medians[value]:.3g}{TIMES}" if base and medians.get(value) else ""
             for value in variants.values[1:]
         ]
         rows.append((stack, *times, *ratios))

@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from stackwars.report.glyphs import TIMES
 from stackwars.report.html.groups import Group, StackCell
 
 EXPLAIN_GROUPS = 8
 EXPLAIN_MIN_SPREAD = 1.25
-_TIMES = "\N{MULTIPLICATION SIGN}"
 NOTE = (
     f"The {EXPLAIN_GROUPS} groups (at most) whose stacks differ most, by {EXPLAIN_MIN_SPREAD}"
-    f"{_TIMES} or more, in CPU cores busy per call, page faults per call or the system share "
+    f"{TIMES} or more, in CPU cores busy per call, page faults per call or the system share "
     "of CPU time (largest ÷ smallest, with a small floor so that noise near zero is not a "
     "spread). CPU and page faults are per call "
     "of the steady state; dispatch is a call not waited for, call+sync one that is "
@@ -101,7 +101,7 @@ def explained_groups(groups: Sequence[Group]) -> tuple[Explained, ...]:
         name = max(spreads, key=lambda key: spreads[key])
         if spreads[name] < EXPLAIN_MIN_SPREAD:
             continue
-        why = f"{name}: {spreads[name]:.3g}{_TIMES} between stacks (largest ÷ smallest)"
+        why = f"{name}: {spreads[name]:.3g}{TIMES} between stacks (largest ÷ smallest)"
         found.append(Explained(f"explain-{group.anchor}", group.title, spreads[name], why, rows))
     found.sort(key=lambda explained: -explained.spread)
     return tuple(found[:EXPLAIN_GROUPS])

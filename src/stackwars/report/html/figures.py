@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from stackwars.errors import UsageError
+from stackwars.report.glyphs import TIMES
 from stackwars.report.html.data import Report
 from stackwars.report.html.figure_kit import (
     PALETTE,
@@ -57,7 +58,6 @@ STYLE: dict[RcKeyType, Any] = {
 }
 # No date, creator or RDF links: the file is the same for the same data, and holds no URL.
 _METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
-_TIMES = "\N{MULTIPLICATION SIGN}"
 _MIB = 2.0**20
 WARMUP_COLUMNS = 4
 # A warm-up may last a thousand runs; drawn whole, each point costs bytes in the SVG and time
@@ -133,10 +133,10 @@ def _steady_bars(ax: Axes, group: Group, colour: Colours) -> None:
         error = [[max(0.0, value - low)], [max(0.0, high - value)]]
         ax.barh(row, value, xerr=error, color=colour(stack.stack), capsize=2, height=0.6)
         if stack.speed_up is not None and stack.speed_up.value is not None:
-            text = f" {stack.speed_up.value:.3g}{_TIMES}"
+            text = f" {stack.speed_up.value:.3g}{TIMES}"
             ax.text(high, row, text, va="center", fontsize=6.5)
     ax.set_title("Steady median, 95 % interval")
-    speed_up = f"; n{_TIMES}: speed-up vs {group.baseline}" if group.baseline else ""
+    speed_up = f"; n{TIMES}: speed-up vs {group.baseline}" if group.baseline else ""
     ax.set_xlabel(unit + speed_up)
     ax.set_xlim(0, (top or 1.0) * 1.3)
 

@@ -11,6 +11,7 @@ from stackwars.instruments.claims.verdict import FAILS
 from stackwars.report.claims import COLUMNS as CLAIM_COLUMNS
 from stackwars.report.claims import claim_rows, verdict_counts
 from stackwars.report.comparison import comparison_notes, measured_texts
+from stackwars.report.glyphs import TIMES
 from stackwars.report.history import history_note, point_texts
 from stackwars.report.html.data import SECTIONS, ComparisonView, HistoryView, Report
 from stackwars.report.html.explain import EXPLAIN_MIN_SPREAD, Explained
@@ -23,7 +24,6 @@ from stackwars.report.profile import ADDS_UP_CAPTION, OPERATION_COLUMNS
 from stackwars.report.table import format_seconds
 from stackwars.results.comparison import ComparisonRow
 
-TIMES = "\N{MULTIPLICATION SIGN}"
 MANIFEST_NOTE = (
     "What each stack ran with, from its cells' recorded settings; where the cells of a stack "
     "differ, every value, separated by |."

@@ -17,19 +17,7 @@ from stackwars.report.html.layout import (
     TableBlock,
     layout,
 )
-
-# Backslash first: the others add backslashes. A pipe ends a table cell, ~ and _ and * turn
-# into strike-through and emphasis, brackets into links, # into a heading.
-_SPECIAL = "\\`*_[]|~#"
-
-
-def escape(text: str) -> str:
-    """One line of text that GitHub shows as it is: entities for HTML, backslashes for
-    Markdown's own characters (a workload named ``<script>`` stays text)."""
-    flat = html.escape(" ".join(text.split()), quote=False)
-    for char in _SPECIAL:
-        flat = flat.replace(char, "\\" + char)
-    return flat
+from stackwars.report.markdown_text import escape, table_row
 
 
 def render_markdown(report: Report, figure_files: Mapping[str, str]) -> str:
@@ -66,10 +54,6 @@ def _folded(block: Folded, figure_files: Mapping[str, str]) -> str:
 
 
 def _table(block: TableBlock) -> str:
-    lines = [_line(block.columns), _line(["---"] * len(block.columns))]
-    lines.extend(_line(row) for row in block.rows)
+    lines = [table_row(block.columns), table_row(["---"] * len(block.columns))]
+    lines.extend(table_row(row) for row in block.rows)
     return "\n".join(lines)
-
-
-def _line(texts: tuple[str, ...] | list[str]) -> str:
-    return "| " + " | ".join(escape(text) for text in texts) + " |"
