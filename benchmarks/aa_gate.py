@@ -50,8 +50,8 @@ def judged(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
 
 def pair(db: Path, repeat: int, budget: float) -> dict[str, Any]:
     first, second = run_once(db, repeat, budget), run_once(db, repeat, budget)
-    _, _, by_worker = api.compare(first, second, db=str(db))
-    _, _, pooled = api.compare(first, second, db=str(db), within_process=True)
+    by_worker = list(api.compare(first, second, db=str(db)).verdict.rows)
+    pooled = list(api.compare(first, second, db=str(db), within_process=True).verdict.rows)
     return {"runs": [first, second], "gate": judged(by_worker), "within": judged(pooled)}
 
 

@@ -31,9 +31,9 @@ def test_compare_and_history_read_the_store(tmp_path: Path) -> None:
     db = str(tmp_path / "db.sqlite")
     first = stackwars.run("doubles", params={"size": 8}, stacks=["numpy:eager"], db=db, **FAST)
     second = stackwars.run("doubles", params={"size": 8}, stacks=["numpy:eager"], db=db, **FAST)
-    baseline, candidate, rows = stackwars.compare(first.id, second.id, db=db)
-    assert (baseline.id, candidate.id) == (first.id, second.id)
-    assert len(rows) == 1
+    compared = stackwars.compare(first.id, second.id, db=db)
+    assert (compared.baseline.id, compared.candidate.id) == (first.id, second.id)
+    assert len(compared.verdict.rows) == 1 and compared.verdict.outcome is None
     points, machines = stackwars.history("doubles", "numpy:eager", ["size=8"], db=db)
     assert set(machines) >= {first.id, second.id}
     assert [run_id for run_id, _, _ in points] == [first.id, second.id]

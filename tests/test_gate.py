@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from stackwars.commands.options import EXIT_UNDERPOWERED, gate_exit
 from stackwars.errors import UsageError
 from stackwars.instruments.ab import service as ab
-from stackwars.report.comparison import COMPARISON_FORMAT, comparison_json, comparison_markdown
+from stackwars.report.comparison import comparison_json, comparison_markdown
 from stackwars.results.comparison import (
     FAIL,
     PASS,
@@ -31,6 +30,7 @@ from stackwars.results.comparison import (
 )
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Memory, Steady
+from stackwars.results.verdict import COMPARISON_FORMAT, EXIT_UNDERPOWERED, verdict_of
 from stackwars.service import comparisons
 from stackwars.timing.compare import (
     DEFAULT_RUN_DRIFT,
@@ -77,8 +77,8 @@ def test_a_cell_neither_shown_slower_nor_within_leaves_the_gate_underpowered() -
 
 
 def test_an_empty_comparison_is_never_a_pass() -> None:
-    verdict = decide([], GATE)
-    assert verdict.outcome == UNDERPOWERED and gate_exit(verdict) == EXIT_UNDERPOWERED
+    verdict = verdict_of([], GATE)
+    assert verdict.outcome == UNDERPOWERED and verdict.exit_status == EXIT_UNDERPOWERED
     assert "nothing was compared" in verdict.headline()
     lost = ComparisonRow("new", None, None, None, "only in the candidate run")
     assert decide([lost], GATE).outcome == UNDERPOWERED
@@ -96,9 +96,12 @@ def test_the_family_is_every_cell_and_holm_controls_it() -> None:
 
 
 def test_exit_statuses_are_distinct() -> None:
-    outcomes = [decide([row(1.2, 0.01)], GATE), decide([row(1.0, 0.005)], GATE), decide([], GATE)]
-    assert [gate_exit(v) for v in outcomes] == [1, 0, EXIT_UNDERPOWERED]
-    assert EXIT_UNDERPOWERED not in (0, 1, 2) and gate_exit(None) == 0
+    outcomes = [verdict_of([row(1.2, 0.01)], GATE), verdict_of([row(1.0, 0.005)], GATE)]
+    outcomes.append(verdict_of([], GATE))
+    assert [v.exit_status for v in outcomes] == [1, 0, EXIT_UNDERPOWERED]
+    no_gate = verdict_of([row(1.2, 0.01)], Gate())
+    assert no_gate.outcome is None and no_gate.exit_status == 0 and no_gate.headline() == ""
+    assert EXIT_UNDERPOWERED not in (0, 1, 2)
 
 
 def test_a_session_refuses_options_it_sets_itself(tmp_path: Path) -> None:
@@ -275,13 +278,13 @@ def test_several_runs_a_side_are_pooled(tmp_path: Path) -> None:
     files = [exported(f"r{i}", 1e-3 * (1 + 0.01 * i)) for i in range(6)]
     base = ",".join(str(path) for path in files[0::2])
     cand = ",".join(str(path) for path in files[1::2])
-    _, _, (row,) = comparisons.compare(base, cand)
+    (row,) = comparisons.compare(base, cand).verdict.rows
     # The runs are the units (three a side), not their workers: interleaved or not, each run
     # has its own machine state.
     assert row.result is not None and row.result.workers == (3, 3) and row.result.unit == "run"
     components = row.result.components
     assert components is not None and components.run_drift == 0.0
-    _, _, (few,) = comparisons.compare(files[0].as_posix(), cand)  # one run against three
+    (few,) = comparisons.compare(files[0].as_posix(), cand).verdict.rows  # one run against 3
     assert few.result is not None and few.result.unit == "run" and few.result.workers == (1, 3)
     assert few.result.evidence is not None
     with pytest.raises(UsageError, match="names no run"):
@@ -319,13 +322,13 @@ def test_the_json_and_markdown_state_the_outcome_and_the_family(
 ) -> None:
     import jsonschema
 
-    verdict = decide(rows, GATE)
-    data = json.loads(json.dumps(comparison_json(rows, GATE, verdict, gate_exit(verdict))))
+    verdict = verdict_of(rows, GATE)
+    data = json.loads(json.dumps(comparison_json(verdict)))
     jsonschema.validate(data, COMPARISON_SCHEMA)
     assert data["format"] == COMPARISON_FORMAT == 2 and data["outcome"] == outcome
     assert data["family"]["procedure"] == "holm" and data["family"]["alpha"] == 0.05
-    assert data["exit_status"] == gate_exit(verdict)
-    markdown = comparison_markdown(rows, "title", verdict)
+    assert data["exit_status"] == verdict.exit_status and verdict.format == COMPARISON_FORMAT
+    markdown = comparison_markdown(verdict, "title")
     assert markdown.splitlines()[0].startswith(f"**Gate: {outcome.upper()} (")
     assert "Holm" in markdown.splitlines()[0]
 
@@ -363,7 +366,7 @@ def test_a_budget_that_cannot_reach_the_first_look_stops_after_one_round_and_say
     outcome = ab.run_session(session, heard.append, lambda: next(ticks))
     assert outcome.rounds == 1 and "cannot reach the first look" in outcome.stopped
     assert len(outcome.rows) == 27 and outcome.verdict is not None
-    assert outcome.verdict.outcome == UNDERPOWERED and gate_exit(outcome.verdict) == 3
+    assert outcome.verdict.outcome == UNDERPOWERED and outcome.verdict.exit_status == 3
     assert "the budget (900 s) allows 2 round(s)" in outcome.plan
     assert "failing one of 27 cell(s) needs at least 10 rounds" in outcome.plan
     assert "--time-budget 3220" in outcome.plan and heard[0] == outcome.plan

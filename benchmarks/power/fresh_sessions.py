@@ -261,13 +261,14 @@ def redecide_separate(folder: Path, gate: Any) -> str:
     """A ``separate`` session decided again by this checkout's ``compare`` (its two runs, the
     default run-to-run term, the sessions' gate); writes ``redecided.json``, returns the
     outcome."""
-    from stackwars.results.comparison import decide
     from stackwars.service import comparisons
 
-    _, _, rows = comparisons.compare(
-        str(folder / "baseline.json"), str(folder / "candidate.json"), 5.0
-    )
-    verdict = decide(rows, gate)
+    verdict = comparisons.compare(
+        str(folder / "baseline.json"), str(folder / "candidate.json"), 5.0,
+        fail_above=gate.fail_above, fail_memory_above=gate.fail_memory_above,
+        alpha_pct=gate.alpha * 100,
+    ).verdict  # fmt: skip
+    rows = verdict.rows
     states = dict(zip((row.label for row in rows), verdict.states, strict=True))
     answer = {"outcome": verdict.outcome, "failures": verdict.failures, "states": states}
     (folder / "redecided.json").write_text(json.dumps(answer), encoding="utf-8")

@@ -13,12 +13,10 @@ from stackwars.commands.options import (
     add_db,
     add_gate_options,
     add_verdict_options,
-    gate_exit,
-    gate_of,
+    gate_options,
 )
 from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
 from stackwars.report.console import report_console, warn
-from stackwars.results.comparison import decide
 from stackwars.results.jsonio import write_atomically
 from stackwars.service import api
 
@@ -57,39 +55,35 @@ def add_compare(subparsers: Subparsers) -> None:
 
 
 def compare(args: argparse.Namespace, argv: list[str]) -> int:
-    baseline, candidate, rows = api.compare(
+    compared = api.compare(
         args.run_a,
         args.run_b,
         args.threshold,
         args.db,
         args.within_process,
         run_drift_pct=args.run_drift,
+        **gate_options(args),
     )
+    verdict = compared.verdict
     title = f"{args.run_b} against {args.run_a} (threshold {args.threshold:g}%)"
     if "," not in args.run_a + args.run_b:
-        title = f"{candidate.id} against {baseline.id} (threshold {args.threshold:g}%)"
+        title = f"{compared.candidate.id} against {compared.baseline.id} "
+        title += f"(threshold {args.threshold:g}%)"
     console = report_console()
-    mismatch = api.side_mismatch(
-        api.load_side(args.run_a, args.db), api.load_side(args.run_b, args.db)
-    )
-    if mismatch:
-        warn(f"{mismatch}; no cell is judged")
-    gate = gate_of(args)
-    verdict = decide(rows, gate) if gate.active else None
-    status = gate_exit(verdict)
-    for part in comparison_report(rows, title, verdict):
+    if verdict.mismatch:
+        warn(f"{verdict.mismatch}; no cell is judged")
+    for part in comparison_report(verdict, title):
         console.print(part)
-    markdown = comparison_markdown(rows, title, verdict)
+    markdown = comparison_markdown(verdict, title)
     if args.markdown:
         Path(args.markdown).write_text(markdown, encoding="utf-8")
     if args.json:
-        data = comparison_json(rows, gate, verdict, status)
-        write_atomically(Path(args.json), json.dumps(data, indent=1))
+        write_atomically(Path(args.json), json.dumps(comparison_json(verdict), indent=1))
     if args.github_summary:
         appended = append_github_summary(markdown)
         if appended:
             console.print(appended)
-    return status
+    return verdict.exit_status
 
 
 def append_github_summary(markdown: str) -> str:

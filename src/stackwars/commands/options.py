@@ -8,9 +8,16 @@ import argparse
 from typing import Any, TypeAlias
 
 from stackwars.config import EXECUTORS, MATMUL_PRECISIONS
-from stackwars.errors import UsageError
-from stackwars.results.comparison import PASS, UNDERPOWERED, Gate, GateVerdict
-from stackwars.timing.family import DEFAULT_FAMILY_ALPHA
+from stackwars.results.comparison import Gate
+
+# The gate's exit statuses are the verdict's (EXIT_FAIL, EXIT_UNDERPOWERED: re-exported for the
+# tests and scripts that read them with the options).
+from stackwars.results.verdict import (  # noqa: F401
+    DEFAULT_ALPHA_PCT,
+    EXIT_FAIL,
+    EXIT_UNDERPOWERED,
+    gate_settings,
+)
 
 # Written as a string: argparse's action class is not subscriptable at run time.
 Subparsers: TypeAlias = "argparse._SubParsersAction[Any]"
@@ -111,29 +118,24 @@ def add_verdict_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# The gate's exit statuses (2 is bad input, argparse's and UsageError's): distinct, so that a
-# CI step can tell "regressed" from "could not tell" (docs/ci.md shows both uses).
-EXIT_FAIL = 1
-EXIT_UNDERPOWERED = 3
-
-
-def gate_exit(verdict: GateVerdict | None) -> int:
-    """The exit status of a gate's outcome (0 without a gate)."""
-    if verdict is None or verdict.outcome == PASS:
-        return 0
-    return EXIT_UNDERPOWERED if verdict.outcome == UNDERPOWERED else EXIT_FAIL
-
-
-def add_gate_options(parser: argparse.ArgumentParser) -> None:
+def add_alpha(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--alpha``, wherever a gate is applied (compare, show --baseline, ab, bisect)."""
     parser.add_argument(
         "--alpha",
         type=float,
-        default=DEFAULT_FAMILY_ALPHA * 100,
+        default=DEFAULT_ALPHA_PCT,
         metavar="PCT",
         help="the gate's false-alarm budget per suite run: every cell x {time, memory} (and "
         "every look of 'ab') is one family, controlled by Holm's procedure "
-        f"({DEFAULT_FAMILY_ALPHA * 100:g})",
+        f"({DEFAULT_ALPHA_PCT:g})",
     )
+
+
+def add_gate_options(parser: argparse.ArgumentParser) -> None:
+    """What a gate is asked for besides ``--fail-above`` (which each command words its own
+    way): ``--alpha``, ``--fail-on-undecided``, ``--fail-memory-above``, ``--allow-failures``
+    (read back by :func:`gate_options`)."""
+    add_alpha(parser)
     parser.add_argument(
         "--fail-on-undecided",
         action="store_true",
@@ -155,17 +157,22 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def gate_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of :func:`add_gate_options` and ``--fail-above``, named as the service's
+    ``compare`` and ``compare_with_stack`` (and ``results.verdict.gate_settings``) name them."""
+    return {
+        "fail_above": args.fail_above,
+        "fail_memory_above": args.fail_memory_above,
+        "alpha_pct": args.alpha,
+        "allow_failures": args.allow_failures,
+        "fail_on_undecided": args.fail_on_undecided,
+    }
+
+
 def gate_of(args: argparse.Namespace) -> Gate:
-    """The gate the options of :func:`add_gate_options` and ``--fail-above`` ask for."""
-    if not 0 < args.alpha < 50:
-        raise UsageError(f"--alpha {args.alpha:g} must be a percentage in (0, 50) (5 by default)")
-    return Gate(
-        args.fail_above,
-        args.fail_memory_above,
-        args.allow_failures,
-        args.alpha / 100,
-        args.fail_on_undecided,
-    )
+    """The gate the options of :func:`add_gate_options` and ``--fail-above`` ask for, checked
+    (``results/verdict.py``'s ``gate_settings``, as the service builds it)."""
+    return gate_settings(**gate_options(args))
 
 
 def add_executor(parser: argparse.ArgumentParser, what: str) -> None:

@@ -102,8 +102,8 @@ def _inputs(args: argparse.Namespace, refs: list[str], runs: list[Run]) -> Repor
     if baseline and not any(cell.stack == baseline for run in runs for cell in run.cells):
         raise UsageError(f"--baseline {baseline} has no cell in the run(s) given")
     comparisons = [
-        (base, candidate, rows, api.machine_mismatch(base, candidate))
-        for base, candidate, rows in (
+        (done.baseline, done.candidate, done.verdict.rows, done.verdict.mismatch)
+        for done in (
             api.compare(refs[0], ref, args.threshold, args.db, args.within_process)
             for ref in refs[1:]
         )

@@ -9,7 +9,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from stackwars.commands.options import Subparsers, add_db, add_verdict_options, gate_exit
+from stackwars.commands.options import (
+    Subparsers,
+    add_db,
+    add_gate_options,
+    add_verdict_options,
+    gate_options,
+)
 from stackwars.instruments.behave.data import outcome_from_dict
 from stackwars.instruments.behave.render import behave_report
 from stackwars.report.claims import claim_results, claims_markdown, claims_table
@@ -22,7 +28,6 @@ from stackwars.report.signals import signals_table, speed_mode_table
 from stackwars.report.table import build_tables, failure_details, render_markdown, render_rich
 from stackwars.report.variants import variants_table
 from stackwars.results.aggregate import merge_repeats
-from stackwars.results.comparison import Gate, decide
 from stackwars.results.crossover import crossovers, find_sweeps
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import displayed_status
@@ -57,6 +62,7 @@ def add_show(subparsers: Subparsers) -> None:
         "whole reason of each cell not ok (an error's traceback)",
     )
     add_verdict_options(parser)
+    add_gate_options(parser)
     parser.set_defaults(handler=show)
 
 
@@ -141,12 +147,12 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
         Path(args.markdown).write_text(markdown, encoding="utf-8")
     if not args.baseline:
         return 0
-    rows = api.compare_with_stack(record, args.baseline, args.threshold, args.within_process)
-    gate = Gate(fail_above=args.fail_above)
-    verdict = decide(rows, gate) if gate.active else None
-    for part in comparison_report(rows, f"every stack against {args.baseline}", verdict):
+    verdict = api.compare_with_stack(
+        record, args.baseline, args.threshold, args.within_process, **gate_options(args)
+    )
+    for part in comparison_report(verdict, f"every stack against {args.baseline}"):
         console.print(part)
-    return gate_exit(verdict)
+    return verdict.exit_status
 
 
 def export(args: argparse.Namespace, argv: list[str]) -> int:

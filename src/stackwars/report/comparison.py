@@ -1,6 +1,7 @@
 """Comparisons of cells, rendered: a table per comparison and its notes, for the terminal,
 Markdown (a pull request, a CI job summary) and JSON. The data and the gate's rule are
-``results/comparison.py``'s."""
+``results/comparison.py``'s; the verdict rendered, with its format version, is
+``results/verdict.py``'s."""
 
 from __future__ import annotations
 
@@ -11,25 +12,9 @@ from rich.console import RenderableType
 from rich.table import Table as RichTable
 
 from stackwars.report.table import format_bytes, format_seconds
-from stackwars.results.comparison import (
-    ComparisonRow,
-    Gate,
-    GateVerdict,
-    geometric_mean_ratio,
-)
+from stackwars.results.comparison import ComparisonRow, GateVerdict, geometric_mean_ratio
+from stackwars.results.verdict import COMPARISON_FORMAT, Verdict
 from stackwars.timing.compare import INCONCLUSIVE, UNDECIDED
-
-# History of COMPARISON_FORMAT (what `compare --json` and `ab --json` write; its JSON Schema is
-# results/comparison.schema.json):
-# * 1 (2026-11-25): first versioned form: {"format", "rows", "gate"}; each row its medians,
-#   note, broken (ok in the baseline, not in the candidate), comparison (with variance
-#   components and workers_needed) and memory changes. Before: a bare list of rows.
-# * 2 (2026-11-26, issue 34): "outcome" (pass, fail or underpowered; null without a gate),
-#   "exit_status", "family" (procedure, alpha, hypotheses, looks), "undecided" lines; each
-#   row its "gate_state"; a comparison's "unit" may be "round" (ab: paired by round) and its
-#   "evidence" holds the test's parts; "gate" gains alpha and fail_on_undecided.
-COMPARISON_FORMAT = 2
-
 
 HEADER = ("Cell", "Baseline", "Candidate", "Change", "95% CI of ratio", "p", "Workers", "Verdict")
 
@@ -134,37 +119,36 @@ def _memory_notes(rows: list[ComparisonRow]) -> list[str]:
     return lines
 
 
-def comparison_report(
-    rows: list[ComparisonRow], title: str, verdict: GateVerdict | None
-) -> list[RenderableType]:
+def comparison_report(verdict: Verdict, title: str) -> list[RenderableType]:
     """The gate's outcome first, then the comparison table and its notes, for the terminal."""
-    head = [verdict.headline()] if verdict is not None else []
-    return [*head, comparison_table(rows, title), *comparison_notes(rows, verdict)]
+    rows = list(verdict.rows)
+    head = [verdict.headline()] if verdict.decision is not None else []
+    return [*head, comparison_table(rows, title), *comparison_notes(rows, verdict.decision)]
 
 
-def comparison_markdown(rows: list[ComparisonRow], title: str, verdict: GateVerdict | None) -> str:
+def comparison_markdown(verdict: Verdict, title: str) -> str:
     """The same report as Markdown (for pull requests and CI job summaries); its first line
     is the gate's outcome."""
-    head = [f"**{verdict.headline()}**", ""] if verdict is not None else []
+    rows = list(verdict.rows)
+    head = [f"**{verdict.headline()}**", ""] if verdict.decision is not None else []
     lines = [*head, f"### {title}", "", "| " + " | ".join(HEADER) + " |"]
     lines.append("|" + " --- |" * len(HEADER))
     for row in rows:
         lines.append("| " + " | ".join(text.replace("|", "\\|") for text in _texts(row)) + " |")
-    notes = comparison_notes(rows, verdict)
+    notes = comparison_notes(rows, verdict.decision)
     return "\n".join([*lines, "", *(f"- {note}" for note in notes)]).rstrip() + "\n"
 
 
-def comparison_json(
-    rows: list[ComparisonRow], gate: Gate, verdict: GateVerdict | None, exit_status: int
-) -> dict[str, Any]:
-    """The comparison as data (COMPARISON_FORMAT): one dict per cell, the gate's outcome,
-    family and lines."""
-    states = verdict.states if verdict is not None else ("",) * len(rows)
+def comparison_json(verdict: Verdict) -> dict[str, Any]:
+    """The verdict as data (``COMPARISON_FORMAT``, results/verdict.py): one dict per cell, the
+    gate's outcome, exit status, family and lines."""
+    decision = verdict.decision
+    states = decision.states if decision is not None else ("",) * len(verdict.rows)
     return {
         "format": COMPARISON_FORMAT,
-        "outcome": verdict.outcome if verdict is not None else None,
-        "exit_status": exit_status,
-        "family": dataclasses.asdict(verdict.family) if verdict is not None else None,
+        "outcome": verdict.outcome,
+        "exit_status": verdict.exit_status,
+        "family": dataclasses.asdict(decision.family) if decision is not None else None,
         "rows": [
             {
                 "cell": row.label,
@@ -176,11 +160,8 @@ def comparison_json(
                 "comparison": dataclasses.asdict(row.result) if row.result else None,
                 "memory": [dataclasses.asdict(change) for change in row.memory],
             }
-            for row, state in zip(rows, states, strict=True)
+            for row, state in zip(verdict.rows, states, strict=True)
         ],
-        "gate": {
-            **dataclasses.asdict(gate),
-            "failures": list(verdict.failures) if verdict is not None else [],
-        },
-        "undecided": list(verdict.undecided) if verdict is not None else [],
+        "gate": {**dataclasses.asdict(verdict.gate), "failures": list(verdict.failures)},
+        "undecided": list(verdict.undecided),
     }

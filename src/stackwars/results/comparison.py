@@ -1,7 +1,9 @@
 """Comparisons of cells, as data: the same cells in two sets of runs (several runs a side are
 pooled), or every stack against a baseline stack within one run; and the gate's rule.
 
-Statistics come from ``timing/compare.py``; rendering is ``report/comparison.py``'s.
+Statistics come from ``timing/compare.py``; rendering is ``report/comparison.py``'s; the verdict
+that carries the gate's outcome, exit status and family with the rows it judged is
+``results/verdict.py``'s (``verdict_of``, the one way a gate is applied).
 
 The gate (``decide``) ends in one of three outcomes:
 
@@ -337,7 +339,12 @@ def _run_medians(runs: list[list[Cell]], wanted: str) -> list[list[float]]:
 
 
 def compare_stacks(
-    cells: Iterable[Cell], baseline: str, threshold: float, within_process: bool = False
+    cells: Iterable[Cell],
+    baseline: str,
+    threshold: float,
+    within_process: bool = False,
+    *,
+    alpha: float = DEFAULT_ALPHA,
 ) -> list[ComparisonRow]:
     """Every stack against ``baseline`` for each workload, parameters, device and host setting."""
     groups = workers_by_cell(cells)
@@ -348,7 +355,10 @@ def compare_stacks(
         for other_key, other in groups.items():
             if other_key[2] != baseline and other_key[:2] + other_key[3:] == key[:2] + key[3:]:
                 text = f"{label(other[0])} vs {baseline}"
-                row = _row(text, base, other, threshold, within_process=within_process, run_drift=0)
+                row = _row(
+                    text, base, other, threshold,
+                    within_process=within_process, run_drift=0, alpha=alpha,
+                )  # fmt: skip
                 # Another stack failing where the baseline stack ran is a finding, not a
                 # broken candidate.
                 rows.append(dataclasses.replace(row, broken=""))

@@ -1,6 +1,7 @@
 """Comparisons of stored runs (``stackwars compare``): two sides of one or more runs each, or
 every stack of a run against one of its stacks, with the machine check that keeps runs of
-different machines from being judged. Re-exported by ``api.py``.
+different machines from being judged, judged by the gate: each answers the one verdict
+(``results/verdict.py``) the commands render and exit with. Re-exported by ``api.py``.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from stackwars.errors import UsageError
 from stackwars.results.comparison import (
@@ -18,9 +20,9 @@ from stackwars.results.comparison import (
 )
 from stackwars.results.machines import machine_of
 from stackwars.results.run import Run
+from stackwars.results.verdict import DEFAULT_ALPHA_PCT, Verdict, gate_settings, verdict_of
 from stackwars.service.runs import load_run
 from stackwars.timing.compare import (
-    DEFAULT_ALPHA,
     DEFAULT_RUN_DRIFT,
     DEFAULT_RUN_DRIFT_DF,
     INCONCLUSIVE,
@@ -34,6 +36,16 @@ def threshold(percent: float) -> float:
     return percent / 100
 
 
+@dataclass(frozen=True)
+class Compared:
+    """Two sides compared and judged: the runs that stand for them (the first of each) and
+    the gate's verdict over the cells they share (``verdict.rows``)."""
+
+    baseline: Run
+    candidate: Run
+    verdict: Verdict
+
+
 def compare(
     run_a: str,
     run_b: str,
@@ -42,15 +54,37 @@ def compare(
     within_process: bool = False,
     *,
     run_drift_pct: float | None = None,
-) -> tuple[Run, Run, list[ComparisonRow]]:
+    fail_above: float | None = None,
+    fail_memory_above: float | None = None,
+    alpha_pct: float = DEFAULT_ALPHA_PCT,
+    allow_failures: bool = False,
+    fail_on_undecided: bool = False,
+) -> Compared:
     """The cells both sides share: ratio, interval, test and verdict for each, workers as the
-    unit (``within_process`` accepts one worker's blocks as the evidence). A side is a run id,
-    ``latest`` or an exported .json, or several joined by commas, whose workers are pooled.
-    With several runs on a side, the runs are the units of each cell's time (their spread
-    holds the run-to-run component); two single runs add ``run_drift_pct`` (default
-    ``DEFAULT_RUN_DRIFT``, with the degrees of freedom of its estimate) as run-to-run variance.
-    Runs from different machines are not judged. The runs returned stand for their sides
-    (the first of each)."""
+    unit (``within_process`` accepts one worker's blocks as the evidence), judged by the gate
+    the keywords ask for (as ``stackwars compare``'s options of the same names: percentages;
+    without ``fail_above`` or ``fail_memory_above`` there is no gate and the outcome is
+    None). A side is a run id, ``latest`` or an exported .json, or several joined by commas,
+    whose workers are pooled. With several runs on a side, the runs are the units of each
+    cell's time (their spread holds the run-to-run component); two single runs add
+    ``run_drift_pct`` (default ``DEFAULT_RUN_DRIFT``, with the degrees of freedom of its
+    estimate) as run-to-run variance. Runs from different machines are not judged
+    (``verdict.mismatch`` says why). In a notebook::
+
+        import stackwars
+
+        result = stackwars.compare("baseline.json", "candidate.json", fail_above=5)
+        verdict = result.verdict
+        verdict.outcome       # "pass", "fail" or "underpowered" (None without a limit)
+        verdict.exit_status   # 0, 1 or 3, as `stackwars compare` exits
+        verdict.headline()    # "Gate: PASS (all 3 judged cells shown within the limits; ...)"
+        for row, state in zip(verdict.rows, verdict.states):
+            print(row.label, row.result and row.result.ratio, state)
+    """
+    gate = gate_settings(
+        fail_above, fail_memory_above, alpha_pct=alpha_pct, allow_failures=allow_failures,
+        fail_on_undecided=fail_on_undecided,
+    )  # fmt: skip
     baseline, candidate = load_side(run_a, db), load_side(run_b, db)
     for record in (*baseline, *candidate):
         if record.kind != "timing":
@@ -62,7 +96,7 @@ def compare(
     cand = [record.cells for record in candidate]
     fraction = threshold(threshold_pct)
     if max(len(base), len(cand)) >= 2 and not within_process:
-        rows = compare_run_sets(base, cand, fraction, DEFAULT_ALPHA)
+        rows = compare_run_sets(base, cand, fraction, gate.alpha)
     else:
         drift, drift_df = run_drift(run_drift_pct)
         rows = compare_runs(
@@ -72,10 +106,11 @@ def compare(
             within_process,
             drift,
             run_drift_df=drift_df,
+            alpha=gate.alpha,
         )
     mismatch = side_mismatch(baseline, candidate)
     rows = [not_judged(row, mismatch) for row in rows] if mismatch else rows
-    return baseline[0], candidate[0], rows
+    return Compared(baseline[0], candidate[0], verdict_of(rows, gate, mismatch=mismatch))
 
 
 def load_side(runs: str, db: str | None = None) -> list[Run]:
@@ -108,13 +143,29 @@ def side_mismatch(baseline: Sequence[Run], candidate: Sequence[Run]) -> str:
 
 
 def compare_with_stack(
-    record: Run, baseline: str, threshold_pct: float, within_process: bool = False
-) -> list[ComparisonRow]:
-    """Every stack of a run against one of its stacks."""
-    rows = compare_stacks(record.cells, baseline, threshold(threshold_pct), within_process)
+    record: Run,
+    baseline: str,
+    threshold_pct: float = 5.0,
+    within_process: bool = False,
+    *,
+    fail_above: float | None = None,
+    fail_memory_above: float | None = None,
+    alpha_pct: float = DEFAULT_ALPHA_PCT,
+    allow_failures: bool = False,
+    fail_on_undecided: bool = False,
+) -> Verdict:
+    """Every stack of a run against one of its stacks, judged by the gate the keywords ask
+    for (as :func:`compare`'s)."""
+    gate = gate_settings(
+        fail_above, fail_memory_above, alpha_pct=alpha_pct, allow_failures=allow_failures,
+        fail_on_undecided=fail_on_undecided,
+    )  # fmt: skip
+    rows = compare_stacks(
+        record.cells, baseline, threshold(threshold_pct), within_process, alpha=gate.alpha
+    )
     if not rows:
         raise UsageError(f"stack {baseline!r} has no cells in run {record.id}")
-    return rows
+    return verdict_of(rows, gate)
 
 
 def machine_mismatch(baseline: Run, candidate: Run) -> str:

@@ -8,13 +8,7 @@ import json
 import shlex
 from pathlib import Path
 
-from stackwars.commands.options import (
-    Subparsers,
-    add_gate_options,
-    add_threshold,
-    gate_exit,
-    gate_of,
-)
+from stackwars.commands.options import Subparsers, add_gate_options, add_threshold, gate_of
 from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
 from stackwars.instruments.ab import service as ab
@@ -99,24 +93,25 @@ def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
     console.print(f"A/B session in {session.out_dir} (each round's run file is kept there)")
     outcome = ab.run_session(session, console.print, ab.default_clock)
-    status = gate_exit(outcome.verdict)
+    verdict = outcome.verdict
+    assert verdict is not None  # run_session judges the rounds it measured
     title = (
         f"candidate against baseline: {outcome.rounds} rounds, {outcome.elapsed_s:.0f} s, "
         f"{outcome.stopped} (threshold {args.threshold:g}%, {session.describe_looks()})"
     )
-    for part in comparison_report(outcome.rows, title, outcome.verdict):
+    for part in comparison_report(verdict, title):
         console.print(part)
     console.print(f"stackwars versions: {outcome.versions}")
     console.print(f"again, from the files: {ab.compare_command(outcome.files)}", soft_wrap=True)
     if args.markdown:
-        markdown = comparison_markdown(outcome.rows, title, outcome.verdict)
+        markdown = comparison_markdown(verdict, title)
         Path(args.markdown).write_text(markdown + f"- {outcome.plan}\n", encoding="utf-8")
     if args.json:
-        data = comparison_json(outcome.rows, session.gate, outcome.verdict, status)
+        data = comparison_json(verdict)
         data["session"] = {"rounds": outcome.rounds, "elapsed_s": outcome.elapsed_s}
         data["session"] |= {"stopped": outcome.stopped, "plan": outcome.plan}
         write_atomically(Path(args.json), json.dumps(data, indent=1))
-    return status
+    return verdict.exit_status
 
 
 def session_of(args: argparse.Namespace) -> ab.Session:

@@ -11,11 +11,12 @@ sides alike: no run-to-run term is added to the comparison, which pools the roun
 Each cell is judged paired by round (``results/comparison.py``'s ``compare_rounds``: one log
 ratio of the round's two workers a round), so a drift between rounds cancels instead of
 counting as noise. From round ``min_rounds`` on, after each round, every cell is compared and
-the gate decided (``decide``: one family of every cell x measure, Holm at the gate's alpha);
-the session stops when every cell is settled (failed, or shown within the limits), after
-``max_rounds``, or when another round would pass the time budget. Looking after every round
-is a sequential test whose p-values count every look the design allows
-(``timing/sequential.py``), so the family's false-alarm budget holds however the session ends.
+the gate decided (``results/verdict.py``'s ``verdict_of``: one family of every cell x
+measure, Holm at the gate's alpha); the session stops when every cell is settled (failed, or
+shown within the limits), after ``max_rounds``, or when another round would pass the time
+budget. Looking after every round is a sequential test whose p-values count every look the
+design allows (``timing/sequential.py``), so the family's false-alarm budget holds however the
+session ends.
 
 A round spends only on what the comparison uses: each side's run is ``--repeat 1`` with
 ``--second-look 0`` (the run's own check of a second worker is not part of the comparison).
@@ -37,10 +38,9 @@ from stackwars.results.comparison import (
     UNDECIDED_ROW,
     ComparisonRow,
     Gate,
-    GateVerdict,
     compare_rounds,
-    decide,
 )
+from stackwars.results.verdict import Verdict, verdict_of
 from stackwars.runner.child import Interpreter, Limits
 from stackwars.service import api
 from stackwars.timing.compare import FASTER_UNSURE, SLOWER_UNSURE, UNDECIDED
@@ -89,7 +89,9 @@ class Outcome:
     rounds: int = 0
     files: dict[str, list[Path]] = field(default_factory=lambda: {"baseline": [], "candidate": []})
     rows: list[ComparisonRow] = field(default_factory=list)
-    verdict: GateVerdict | None = None  # the gate's outcome (None: no gate asked for)
+    # The gate's verdict over the rows, made when the rounds end (its outcome None when no
+    # gate was asked for).
+    verdict: Verdict | None = None
     plan: str = ""  # what the first round's cost says the budget can decide
     stopped: str = ""
     elapsed_s: float = 0.0
@@ -128,8 +130,7 @@ def run_session(session: Session, listen: Listener, clock: Callable[[], float]) 
     start = clock()
     outcome.stopped = _measure(session, outcome, listen, lambda: clock() - start)
     outcome.rows = compare_files(outcome.files, session)
-    if session.gate.active:
-        outcome.verdict = decide(outcome.rows, session.gate, session.describe_looks())
+    outcome.verdict = verdict_of(outcome.rows, session.gate, session.describe_looks())
     return outcome
 
 
@@ -226,7 +227,7 @@ def open_rows(rows: list[ComparisonRow], session: Session) -> list[ComparisonRow
     """The rows more rounds could still decide: with a gate, those neither failed nor shown
     within its limits; without one, those whose verdict is undecided or unsure of its size."""
     if session.gate.active:
-        states = decide(rows, session.gate, session.describe_looks()).states
+        states = verdict_of(rows, session.gate, session.describe_looks()).states
         return [row for row, state in zip(rows, states, strict=True) if not settled(state)]
     return [row for row in rows if row.judged and _unsure(row)]
 

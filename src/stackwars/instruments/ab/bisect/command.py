@@ -10,6 +10,7 @@ from typing import Any, TypeAlias
 
 from rich.text import Text
 
+from stackwars.commands.options import add_alpha
 from stackwars.errors import UsageError
 from stackwars.instruments.ab import service as ab
 from stackwars.instruments.ab.bisect import plan as planning
@@ -95,6 +96,7 @@ def _add_measure(parser: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="smallest change a step calls slower or faster (5)",
     )
+    add_alpha(parser)
     parser.add_argument("--min-rounds", type=int, default=3, help="rounds before a look (3)")
     parser.add_argument("--max-rounds", type=int, default=10, help="rounds a step at most (10)")
     parser.add_argument(
@@ -145,6 +147,7 @@ def request_of(args: argparse.Namespace) -> service.Request:
         min_rounds=args.min_rounds,
         max_rounds=args.max_rounds,
         time_budget_s=args.time_budget,
+        alpha_pct=args.alpha,
     )
     service.check(request)
     return request

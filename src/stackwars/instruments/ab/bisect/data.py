@@ -11,6 +11,7 @@ from pathlib import Path
 from stackwars.instruments.ab.bisect import plan as planning
 from stackwars.instruments.ab.bisect.search import CHANGES, Search, step_word
 from stackwars.instruments.ab.bisect.verdict import Judgement
+from stackwars.results.verdict import Verdict
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class Step:
     folder: Path
     stopped: str
     watch: Watch = Watch()
+    verdict: Verdict | None = None  # the gate's verdict at the step's last look
 
     @property
     def word(self) -> str:

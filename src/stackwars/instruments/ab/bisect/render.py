@@ -41,7 +41,9 @@ def step_lines(step: Step) -> str:
         f"{step.seconds:.0f} s, {step.stopped})"
     )
     watched = step.watch.watched(step.judgements)
-    return "\n".join([head, *(f"  {j.label}: {j.word}, {_evidence(j)}" for j in watched)])
+    lines = [head, *(f"  {j.label}: {j.word}, {_evidence(j)}" for j in watched)]
+    family = step.verdict.family if step.verdict is not None else None
+    return "\n".join([*lines, f"  {family.describe()}"] if family is not None else lines)
 
 
 def _evidence(judgement: Judgement) -> str:

@@ -26,8 +26,9 @@ from stackwars.instruments.ab import service as ab
 from stackwars.instruments.ab.bisect import plan as planning
 from stackwars.instruments.ab.bisect.data import Bisection, Event, Prepared, Step, Watch
 from stackwars.instruments.ab.bisect.search import UNDECIDED, Search, reproducible
-from stackwars.instruments.ab.bisect.verdict import Judgement, judge
+from stackwars.instruments.ab.bisect.verdict import Judgement, judged
 from stackwars.results.schema import Cell
+from stackwars.results.verdict import DEFAULT_ALPHA_PCT, Verdict, gate_settings
 from stackwars.runner.child import run_command
 from stackwars.service import api, environments
 
@@ -49,6 +50,7 @@ class Request:
     max_rounds: int = 10
     time_budget_s: float = 1800.0
     memory_budget: int = field(default_factory=default_memory_budget)
+    alpha_pct: float = DEFAULT_ALPHA_PCT  # --alpha: each step's false-alarm budget
 
 
 Listener = Callable[[Event], None]
@@ -175,9 +177,10 @@ def _session(request: Request, folder: Path, versions: tuple[str, str]) -> ab.Se
         run_options=request.run_options,
         baseline=ab.Side("baseline", options=("--stacks", stacks[0])),
         candidate=ab.Side("candidate", options=("--stacks", stacks[1])),
-        out_dir=folder, threshold=request.threshold, min_rounds=request.min_rounds,
-        max_rounds=request.max_rounds, time_budget_s=request.time_budget_s,
-        memory_budget=request.memory_budget,
+        out_dir=folder, threshold=request.threshold,
+        gate=gate_settings(request.threshold * 100, alpha_pct=request.alpha_pct),
+        min_rounds=request.min_rounds, max_rounds=request.max_rounds,
+        time_budget_s=request.time_budget_s, memory_budget=request.memory_budget,
     )  # fmt: skip
 
 
@@ -190,6 +193,7 @@ def _rounds(
 ) -> Step:
     files: dict[str, list[Path]] = {"baseline": [], "candidate": []}
     judgements: list[Judgement] = []
+    verdict: Verdict | None = None
     start, stopped, rounds = clock(), "", 0
     while not stopped:
         order = (session.baseline, session.candidate)
@@ -202,14 +206,24 @@ def _rounds(
         if rounds >= session.min_rounds:
             # Every look is a test: the step's alpha is shared over the looks it may take.
             looks = session.max_rounds - session.min_rounds + 1
-            judgements = judge(
+            verdict, judgements = judged(
                 _cells(files["baseline"]), _cells(files["candidate"]), session.threshold,
-                session.gate.alpha / looks,
+                session.gate.alpha / looks, _looks(session, looks),
             )  # fmt: skip
         listen(f"  round {rounds}: {elapsed:.0f} s")
         stopped = _stop(session, watch, judgements, rounds, elapsed)
     seconds = clock() - start
-    return Step(*versions, tuple(judgements), rounds, seconds, session.out_dir, stopped, watch)
+    return Step(
+        *versions, tuple(judgements), rounds, seconds, session.out_dir, stopped, watch, verdict
+    )
+
+
+def _looks(session: ab.Session, looks: int) -> str:
+    """A step's looks, as its gate family describes them: each at its share of --alpha."""
+    return (
+        f"one of {looks} looks, rounds {session.min_rounds} to {session.max_rounds}, "
+        f"each at 1/{looks} of --alpha"
+    )
 
 
 def _stop(

@@ -1,9 +1,10 @@
 """The seam between the bisection and the gate: two releases' cells in, one verdict a cell out
 (``slower``, ``faster``, ``same`` or ``undecided``, with the ratio and its interval).
 
-Everything the bisection knows of statistics passes through :func:`judge`; it uses today's
-gate (``results/comparison.py``'s rows and its family's decision, Holm over the step's cells),
-so that another gate replaces this one module.
+Everything the bisection knows of statistics passes through :func:`judge` (and
+:func:`judged`, which also answers the gate's verdict the step shows); it uses the gate
+(``results/comparison.py``'s rows, ``results/verdict.py``'s verdict: Holm over the step's
+cells), so that another gate replaces this one module.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from dataclasses import dataclass
 
 from stackwars.frameworks import Stack, split_stack
 from stackwars.instruments.ab.bisect.search import FASTER, SAME, SLOWER, UNDECIDED
-from stackwars.results.comparison import FAIL, PASSED, ComparisonRow, Gate, compare_runs, decide
+from stackwars.results.comparison import FAIL, PASSED, ComparisonRow, compare_runs
 from stackwars.results.schema import Cell
+from stackwars.results.verdict import ONE_LOOK, Verdict, gate_settings, verdict_of
 from stackwars.timing.compare import INCONCLUSIVE
 
 
@@ -42,12 +44,26 @@ def judge(
     the same rule turned round (at ``alpha`` shared over the cells), ``same`` when the gate
     shows it within the threshold, ``undecided`` otherwise (or when the cell failed). A step
     that looks after several rounds passes ``alpha`` divided by its looks."""
+    return judged(older, newer, threshold, alpha)[1]
+
+
+def judged(
+    older: Sequence[Cell],
+    newer: Sequence[Cell],
+    threshold: float,
+    alpha: float,
+    looks: str = ONE_LOOK,
+) -> tuple[Verdict, list[Judgement]]:
+    """:func:`judge`'s judgements, with the gate's verdict they come from (its family's looks
+    described by ``looks``)."""
     rows = compare_runs(_unplaced(older), _unplaced(newer), threshold, alpha=alpha)
-    states = decide(rows, Gate(fail_above=threshold * 100, alpha=alpha)).states
+    verdict = verdict_of(rows, gate_settings(threshold * 100, alpha_pct=alpha * 100), looks)
     share = alpha / max(1, sum(row.judged for row in rows))
-    return [
-        _judgement(row, state, threshold, share) for row, state in zip(rows, states, strict=True)
+    judgements = [
+        _judgement(row, state, threshold, share)
+        for row, state in zip(rows, verdict.states, strict=True)
     ]
+    return verdict, judgements
 
 
 def _unplaced(cells: Sequence[Cell]) -> list[Cell]:
