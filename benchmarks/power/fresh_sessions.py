@@ -272,7 +272,7 @@ def redecide_separate(folder: Path, gate: Any) -> str:
     states = dict(zip((row.label for row in rows), verdict.states, strict=True))
     answer = {"outcome": verdict.outcome, "failures": verdict.failures, "states": states}
     (folder / "redecided.json").write_text(json.dumps(answer), encoding="utf-8")
-    return verdict.outcome
+    return verdict.outcome or "no gate"
 
 
 def main() -> int:
