@@ -133,6 +133,11 @@ large_models() {  # GPT-Neo two cells at a time (their peaks add up); LLaMA's tr
     --label llama-train-gpu --json "$work/llama-train.json"
 }
 
+plan_max_batch() {  # GPT-2 small's train step: the largest batch predicted to fit, per stack
+  step maxbatch-plan 40 $sw run --workload gpt2-small --param task=train --stacks jax:jit,torch:eager \
+    $gpu --find-max-batch
+}
+
 export -f fixes large_models models_rest largest_batch run_at_batches jax_memory jax_at_its_answer second_model_at_its_answer allocator_settings precisions selu_both_sides
 export sw gpu work
 models="resnet50,bert-base,gpt2-small,vit-b16"
@@ -148,16 +153,16 @@ for what in "$@"; do case $what in
             $gpu --budget 0.5 --jobs 8 --label models-gpu --json "$work/models.json" ;;
   fixes) step fixes 200 fixes ;;
   large-models) step large-models 100 large_models ;;
-  maxbatch) step maxbatch-plan 40 $sw run --workload gpt2-small --param task=train --stacks jax:jit,torch:eager \
-              $gpu --find-max-batch
+  maxbatch) plan_max_batch
             step maxbatch 100 run_at_batches ;;
   jax-memory) step jax-memory 120 jax_memory ;;
   # --find-max-batch for a second model (issue 39 asks for two), run at torch's answer.
   maxbatch-bert) step maxbatch-bert-plan 40 $sw run --workload bert-base --param task=train \
                    --stacks jax:jit,torch:eager $gpu --find-max-batch
                  step maxbatch-bert 100 second_model_at_its_answer ;;
-  # After maxbatch (its plan): jax at its own answer, pre-allocating.
-  jax-maxbatch) step jax-maxbatch 100 jax_at_its_answer ;;
+  # jax at its own answer, pre-allocating (the plan made here unless maxbatch made it).
+  jax-maxbatch) [ -s "$work/maxbatch-plan.log" ] || plan_max_batch
+                step jax-maxbatch 100 jax_at_its_answer ;;
   models-rest) step models-rest 200 models_rest ;;
   allocator) step allocator 100 allocator_settings ;;
   precision) step precision 80 precisions ;;
