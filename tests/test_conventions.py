@@ -5,9 +5,11 @@ how to fix it."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib.metadata
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -26,7 +28,8 @@ from stackwars.frameworks.base import RunSettings
 from stackwars.results import schema
 from stackwars.results.peak import Peak, save_peak
 from stackwars.results.run import Run, now
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.results.schema import CellSpec
+from stackwars.runner.protocol import Request
 from stackwars.runner.worker import CellRun
 from stackwars.service import api
 from stackwars.timing.timer import TimingConfig
@@ -272,3 +275,105 @@ def test_a_mismatch_from_accumulated_rounding_names_error_growth(
     cell = CellRun(request).run()
     assert cell.status == status, cell.reason
     assert ("Workload(error_growth=...)" in cell.reason) is hinted, cell.reason
+
+
+# The public API, written out: adding or removing a name from `stackwars.__all__` is a
+# deliberate edit of this list too (and of the docs that describe the API).
+PUBLIC_NAMES = {
+    "Cell",
+    "FRAMEWORKS",
+    "InProcessResult",
+    "Measure",
+    "Param",
+    "Run",
+    "SCHEMA_VERSION",
+    "Selection",
+    "Stack",
+    "StackwarsError",
+    "Suite",
+    "SuiteEntry",
+    "UsageError",
+    "Work",
+    "Workload",
+    "__version__",
+    "all_stacks",
+    "compare",
+    "history",
+    "load_workload_file",
+    "measure",
+    "parse_stack",
+    "register",
+    "register_suite",
+    "registry",
+    "results_frame",
+    "run",
+}
+
+
+def test_the_public_api_is_the_expected_list_and_every_name_resolves() -> None:
+    assert len(stackwars.__all__) == len(set(stackwars.__all__)), "a name listed twice"
+    assert set(stackwars.__all__) == PUBLIC_NAMES
+    for name in stackwars.__all__:
+        assert getattr(stackwars, name) is not None, name
+
+
+# Constants the same by name and value in two modules on purpose: (name, module) -> why the
+# module cannot import the other's.
+SAME_CONSTANT_ALLOWED = {
+    ("TASKS", "suites.py"): "suites name workloads' parameters as data; workloads is its layer",
+}
+
+
+def literal_constants(path: Path) -> dict[str, object]:
+    """The module-level UPPER_CASE names a module assigns a literal (str, bytes, number, bool,
+    None, or a tuple of those), the leading underscore dropped: ``_TIMES`` is ``TIMES``."""
+    found: dict[str, object] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if not isinstance(target, ast.Name) or not re.fullmatch(r"_?[A-Z][A-Z0-9_]*", target.id):
+            continue
+        try:
+            literal = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError):
+            continue  # an expression: computed, not written down
+        if _immutable(literal):
+            found[target.id.lstrip("_")] = literal
+    return found
+
+
+def _immutable(value: object) -> bool:
+    if isinstance(value, tuple):
+        return all(_immutable(item) for item in value)
+    return value is None or isinstance(value, str | bytes | int | float | complex)
+
+
+def test_no_constant_is_defined_twice() -> None:
+    """A constant is defined once: a module-level UPPER_CASE name (``__all__`` aside, a leading
+    underscore ignored) assigned a literal (str, number, bool, None, or a tuple of those) may not
+    be assigned the same literal under the same name in a second module of src/stackwars; the
+    second imports it. The same name with another value is another constant (each workload
+    family's ``DTYPES``), and a computed value (``2**30``) is not a literal."""
+    where: dict[tuple[str, object], list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        for name, value in literal_constants(path).items():
+            if (name, relative) not in SAME_CONSTANT_ALLOWED:
+                where.setdefault((name, repr(value)), []).append(relative)
+    twice = {f"{name} = {value}": files for (name, value), files in where.items() if len(files) > 1}
+    assert twice == {}
+    for name, relative in SAME_CONSTANT_ALLOWED:  # each exception still needed
+        assert name in literal_constants(PACKAGE / relative), (name, relative)
+
+
+def test_the_constant_check_sees_a_constant_defined_twice(tmp_path: Path) -> None:
+    one = tmp_path / "one.py"
+    one.write_text('TIMES = "\\N{MULTIPLICATION SIGN}"\nGIB = 2**30\nNAMES = ("a", 1)\n')
+    two = tmp_path / "two.py"
+    two.write_text('_TIMES = "\\N{MULTIPLICATION SIGN}"\nREGISTRY: dict = {}\n__all__ = ["x"]\n')
+    assert literal_constants(one) == {"TIMES": "\N{MULTIPLICATION SIGN}", "NAMES": ("a", 1)}
+    assert literal_constants(two) == {"TIMES": "\N{MULTIPLICATION SIGN}"}

@@ -11,9 +11,9 @@ from typing import Any
 import psutil
 
 from stackwars.errors import UnknownNameError, UsageError
+from stackwars.frameworks.base import DEVICE_KINDS
 from stackwars.timing.timer import TimingConfig
 
-DEVICE_KINDS = ("cpu", "gpu", "tpu")
 # cold-then-warm: each cell runs with an empty persistent compile cache, then its first run is
 # measured again in a fresh worker that finds the cache the first one filled.
 CACHE_MODES = ("cold", "warm", "pristine", "cold-then-warm")

@@ -70,7 +70,7 @@ from stackwars.timing.sample_size import (
     t_quantile,
     workers_needed,
 )
-from stackwars.timing.sequential import Looks, Paired, rounds_at_least
+from stackwars.timing.sequential import TRIM, Looks, Paired, rounds_at_least
 
 Samples = Sequence[Sequence[float]]  # workers -> per-call block times
 
@@ -301,12 +301,6 @@ class LogDifference:
         """One-sided p-value against "the log ratio is at least ``bound``" (one look)."""
         mirrored = LogDifference(-self.difference, self.se, self.df, self.between_sd)
         return mirrored.p_above(-bound)
-
-
-# Yuen's trimming: a fifth of each side's workers at either end weigh only as the nearest kept
-# one, so one disturbed worker (40 ms among 1.5 ms ones, docs/results.md) cannot swamp the
-# variance; below 5 workers a side nothing is trimmed and the test is Welch's t.
-TRIM = 0.2
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,11 @@ import functools
 import math
 from collections.abc import Callable
 
+from stackwars.timing.sequential import PLANNING_POWER, trimmed_t
+
 MIN_WORKERS = 3  # the fewest fresh workers a side a verdict accepts (timing/compare.py)
 MOST_WORKERS_ESTIMATED = 200  # past this, "undecided" says more workers are not a plan
-PLANNING_POWER_Z = 0.8416  # the normal quantile of 80 %: "likely"
-PLANNING_POWER = 0.8
+PLANNING_POWER_Z = 0.8416  # the normal quantile of PLANNING_POWER, 80 %: "likely"
 # Comparisons simulated per size tried: the share decided is then known to about +-1.3 %, and
 # the seed fixed, so the answer is the same every time and nearly monotone in the size.
 PLANNING_SESSIONS = 1000
@@ -84,8 +85,6 @@ def decided_share(
     trimmed t of ``timing/compare.py`` decides."""
     import numpy as np
     from scipy.stats import t as student
-
-    from stackwars.timing.sequential import trimmed_t
 
     rng = np.random.default_rng(PLANNING_SEED)
     shape = (PLANNING_SESSIONS, n)

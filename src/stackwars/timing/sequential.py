@@ -45,14 +45,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-TRIM = 0.2  # the fraction trimmed at each end (timing/compare.py's Yuen trim)
+# Yuen's trimming (timing/compare.py's test, and the looks' here): a fifth of each side's
+# workers at either end weigh only as the nearest kept one, so one disturbed worker (40 ms among
+# 1.5 ms ones, docs/results.md) cannot swamp the variance; below 5 workers a side nothing is
+# trimmed and the test is Welch's t.
+TRIM = 0.2
 # Paths simulated for the reference: its p-values are exact to about
 # sqrt(p / REFERENCE_PATHS), 7 % of p at the smallest level a Holm family of 50 hypotheses uses.
 REFERENCE_PATHS = 2**18
 REFERENCE_SEED = 34
 FEWEST_ROUNDS = 2  # a paired t needs two rounds to see a spread
 MOST_ROUNDS = 1000  # past this, "at least N rounds" says more rounds are not a plan
-PLANNING_POWER = 0.8  # "likely", as timing/sample_size.py's
+PLANNING_POWER = 0.8  # "likely": the power timing/sample_size.py and the looks plan for
 # Up to this many rounds every sign pattern is counted (2^12 = 4096); past it, as many random
 # patterns (seeded), whose p-value (1 + at least as large) / (1 + drawn) stays valid.
 EXACT_FLIP_ROUNDS = 12

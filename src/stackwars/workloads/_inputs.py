@@ -8,6 +8,9 @@ from typing import Any
 from stackwars.workloads.base import DTYPE_BYTES, Param
 
 DTYPES = ("float32", "float64")
+# Standard deviation of biases (and, in the models, of norm gains' deviation from 1): large
+# enough that a stack which drops or misplaces one fails parity, far outside any tolerance.
+BIAS_STD = 0.1
 DTYPE = Param("dtype", str, "float32", "element type", choices=DTYPES)
 
 

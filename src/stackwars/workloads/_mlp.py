@@ -13,11 +13,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stackwars.workloads._inputs import normal
+from stackwars.workloads._inputs import BIAS_STD, normal
 from stackwars.workloads.base import Param
-
-# Biases are drawn this large so that dropping one is far outside any tolerance.
-BIAS_STD = 0.1
 
 BATCH = Param("batch", int, 64, "examples", minimum=1)
 FEATURES = Param("features", int, 64, "inputs per example", minimum=1)

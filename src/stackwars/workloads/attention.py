@@ -17,7 +17,7 @@ from typing import Any
 from stackwars.errors import ParameterError
 from stackwars.workloads import register
 from stackwars.workloads._gradients import TASK, for_task
-from stackwars.workloads._inputs import DTYPE, in_float64, memory_estimate, normal
+from stackwars.workloads._inputs import BIAS_STD, DTYPE, in_float64, memory_estimate, normal
 from stackwars.workloads._numpy_ops import (
     SOFTMAX_FLOPS_PER_ELEMENT,
     SOFTMAX_GRAD_FLOPS_PER_ELEMENT,
@@ -26,9 +26,6 @@ from stackwars.workloads._numpy_ops import (
     weight_grad,
 )
 from stackwars.workloads.base import DTYPE_BYTES, Param, Work, Workload
-
-# Biases are drawn this large so that dropping one is far outside any tolerance.
-BIAS_STD = 0.1
 
 
 def dims(params: Mapping[str, Any]) -> tuple[int, int, int, int, int]:

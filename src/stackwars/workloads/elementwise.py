@@ -6,9 +6,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stackwars.workloads import register
+from stackwars.workloads._inputs import DTYPE
 from stackwars.workloads.base import DTYPE_BYTES, Param, Work, Workload
 
-DTYPES = ("float32", "float64")
 # Seed 000's constants, kept as the seed wrote them (not the exact SELU constants).
 SELU_ALPHA = 1.67
 SELU_LAMBDA = 1.05
@@ -114,13 +114,12 @@ def _poly_builder(params: Mapping[str, Any]) -> Callable[..., Any]:
 
 
 _N = Param("n", int, 2000, "array side (the array is n×n)", minimum=1)
-_DTYPE = Param("dtype", str, "float32", "element type", choices=DTYPES)
 
 selu = register(
     Workload(
         name="selu",
         description="seed 000's SELU, lambda*where(x>0, x, alpha*exp(x)-alpha), over n×n",
-        params=(_N, _DTYPE),
+        params=(_N, DTYPE),
         make_inputs=_square_input,
         reference=_selu_reference,
         work=_elementwise_work(SELU_FLOPS_PER_ELEMENT),
@@ -142,7 +141,7 @@ poly = register(
     Workload(
         name="poly",
         description="seed 002's polynomial -4*x*x*x + 9*x*x + 6*x - 3 over n×n",
-        params=(_N, _DTYPE),
+        params=(_N, DTYPE),
         make_inputs=_square_input,
         reference=_poly_reference,
         work=_elementwise_work(POLY_FLOPS_PER_ELEMENT),

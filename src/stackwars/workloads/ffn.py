@@ -15,7 +15,7 @@ from typing import Any
 
 from stackwars.workloads import register
 from stackwars.workloads._gradients import TASK, for_task
-from stackwars.workloads._inputs import DTYPE, in_float64, memory_estimate, normal
+from stackwars.workloads._inputs import BIAS_STD, DTYPE, in_float64, memory_estimate, normal
 from stackwars.workloads._numpy_ops import bias_grad, weight_grad
 from stackwars.workloads.base import DTYPE_BYTES, Param, Work, Workload
 
@@ -28,8 +28,6 @@ GELU_FLOPS_PER_ELEMENT = 9
 # 3a*x*x, +1, *c, the product of those two, 0.5*x and times it, 1+t, 0.5*(1+t), their sum,
 # times the incoming gradient.
 GELU_GRAD_FLOPS_PER_ELEMENT = 13
-# Biases are drawn this large so that dropping one is far outside any tolerance.
-BIAS_STD = 0.1
 
 
 def gelu(x: Any) -> Any:

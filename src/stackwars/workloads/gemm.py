@@ -7,9 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stackwars.workloads import register
+from stackwars.workloads._inputs import DTYPES
 from stackwars.workloads.base import DTYPE_BYTES, Param, Work, Workload
-
-DTYPES = ("float32", "float64")
 
 
 def _inputs(params: Mapping[str, Any], seed: int) -> tuple[Any, ...]:

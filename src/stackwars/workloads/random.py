@@ -28,9 +28,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from stackwars.workloads import register
+from stackwars.workloads._inputs import DTYPES
 from stackwars.workloads.base import DTYPE_BYTES, Bound, Param, Sampled, Work, Workload
 
-DTYPES = ("float32", "float64")
 # Standard errors each statistic may stray by chance: a correct generator fails once in ~10⁹.
 STANDARD_ERRORS = 6.0
 

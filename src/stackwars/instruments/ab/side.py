@@ -15,10 +15,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from stackwars.instruments.ab.task import KIND
 from stackwars.runner.child import serve
 from stackwars.version import __version__
-
-KIND = "side"
 
 
 def handle(request: Mapping[str, Any]) -> dict[str, Any]:

@@ -49,13 +49,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stackwars.workloads._inputs import BIAS_STD
+
 Config = Mapping[str, Any]
 Shape = tuple[int, ...]
 Layout = dict[str, Shape]
 
-# Standard deviation of biases and of the deviation of norm gains from 1: large enough that a
-# stack which drops or misplaces one fails parity.
-BIAS_STD = 0.1
 EMBEDDING_STD = 0.02
 
 
