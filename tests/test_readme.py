@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from conftest import USER_ENVIRONMENTS
-from stackwars.commands.options import EXIT_UNDERPOWERED
+from stackwars.commands.options import EXIT_FAIL, EXIT_UNDERPOWERED
 from stackwars.frameworks import environments
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -75,6 +75,10 @@ LAZY_OPS = (
 BISECT_PLAN = (
     "stackwars bisect --stacks jax:eager --good 0.9.2 --bad 0.10.2 --dry-run -- --workload selu "
     "--param n=2000"
+)
+AB_REGRESSION = (
+    "stackwars ab --candidate-env REGRESS_EXTRA=0.1 --fail-above 5 -- --workload-file "
+    "benchmarks/power/regressed_gemm.py --workload regressed-gemm --stacks numpy"
 )
 BISECT = (
     "stackwars bisect --stacks jax:eager --good 0.9.2 --bad 0.10.2 --time-budget 1800 -- "
@@ -183,25 +187,26 @@ AS_RUN: dict[str, list[list[str]] | None] = {
         ["export", "latest", "--format", "csv", "--out", "cells.csv"],
     ],
     "stackwars compare RUN_A RUN_B [--fail-above 5]": [["compare", "latest", "latest"]],
-    "stackwars ab --candidate-env REGRESS_EXTRA=0.1 --fail-above 5 -- --workload-file "
-    "benchmarks/power/regressed_gemm.py --workload regressed-gemm --stacks numpy": [
+    AB_REGRESSION: [
         [
             "ab",
             "--candidate-env",
-            "REGRESS_EXTRA=0.1",
+            "REGRESS_EXTRA=1",
             "--fail-above",
-            "300",
-            "--max-rounds",
-            "8",
+            "5",
+            "--json",
+            "ab-regression.json",
             "--",
             "--workload-file",
             str(REGRESSED),
             "--workload",
             "regressed-gemm",
             "--param",
-            "n=256",
+            "n=128",
             "--stacks",
             "numpy",
+            "--threads",
+            "1",
             *FAST,
         ]
     ],
@@ -435,14 +440,14 @@ WHY = {
     "stackwars run --suite stack-wars --executor ray --ray-address HEAD:6379": "the head "
     "started above, on loopback",
     "stackwars claims --builtin": "--only: the whole set takes minutes at full size",
-    "stackwars ab --candidate-env REGRESS_EXTRA=0.1 --fail-above 5 -- --workload-file "
-    "benchmarks/power/regressed_gemm.py --workload regressed-gemm --stacks numpy": "the "
-    "repository's file by its absolute path (the test runs elsewhere), --fail-above 300 and "
-    "at most 8 rounds: a 10 % change at test size is not what the line shows (a worker's "
-    "GEMM 256² can land in a mode 1.9x slower, so half its rounds near a 100 % limit left "
-    "a CI run of 2026-11-28 undecided); the gate's sign "
-    "flip shows a cell within its limit from about 6 paired rounds, so 3 could only end "
-    "underpowered (exit 3)",
+    AB_REGRESSION: "the repository's file by its absolute path (the test runs elsewhere); "
+    "REGRESS_EXTRA=1, every row computed twice: what the line shows is a regression caught, "
+    "and at test size a 10 % change is lost in a worker's noise, a 2x one is caught in 5-7 "
+    "rounds; n=128 with --threads 1: OpenBLAS runs larger GEMMs on its threads, which on a "
+    "loaded 2-core machine can make one worker's GEMM 100x slower (a 128² session of "
+    "2026-11-28 read its candidate at 0.01-0.19x the baseline), while at 64² and below a "
+    "call's overhead dilutes the 2x (1.3-2.6x a round at 64²); --json: the test reads the "
+    "outcome",
     "stackwars ab --baseline-python base/.venv/bin/python --candidate-python .venv/bin/python "
     "--fail-above 5 -- --suite quick": "this venv's Python on both sides: the test has one "
     "checkout; --fail-above 100: identical sides may differ by 5 % at test size; up to 10 rounds: "
@@ -460,8 +465,7 @@ WHY = {
 # 4.4): run alone, in the serial pass (pytest -m serial); none reads what another stored.
 MEASURING = (
     "stackwars selftest",
-    "stackwars ab --candidate-env REGRESS_EXTRA=0.1 --fail-above 5 -- --workload-file "
-    "benchmarks/power/regressed_gemm.py --workload regressed-gemm --stacks numpy",
+    AB_REGRESSION,
     "stackwars ab --baseline-python base/.venv/bin/python --candidate-python .venv/bin/python "
     "--fail-above 5 -- --suite quick",
 )
@@ -638,9 +642,28 @@ def test_ci_runs_the_readme_test_command_exactly() -> None:
 @pytest.mark.serial
 def test_the_readme_lines_whose_status_rests_on_timings_pass_alone(tmp_path: Path) -> None:
     for line in MEASURING:
-        for argv in AS_RUN[line] or []:
+        for argv in [] if line == AB_REGRESSION else AS_RUN[line] or []:
             done = stackwars(argv, tmp_path)
             assert "Traceback" not in done.stdout + done.stderr, line
+
+
+@pytest.mark.slow
+@pytest.mark.serial
+def test_the_readme_ab_line_catches_its_regression(tmp_path: Path) -> None:
+    """The README's ab line (REGRESS_EXTRA=0.1: a candidate about 10 % slower) shows the gate
+    catching a slower candidate: at test size too the session must end fail (exit 1), its one
+    cell a REGRESSION, neither broken nor undecided. The change injected here (every row
+    twice) is far past the line's 5 % limit, so the gate's power is near 1 and the answer
+    does not rest on this machine's noise."""
+    (argv,) = AS_RUN[AB_REGRESSION] or []
+    done = stackwars(argv, tmp_path, (EXIT_FAIL,))
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "REGRESSION above 5%: regressed-gemm(n=128, extra=0.0) numpy:eager @ cpu" in (
+        " ".join(done.stdout.split())
+    )
+    data = json.loads((tmp_path / "ab-regression.json").read_text(encoding="utf-8"))
+    assert (data["outcome"], data["exit_status"]) == ("fail", EXIT_FAIL)
+    assert [(row["gate_state"], row["broken"]) for row in data["rows"]] == [("fail", "")]
 
 
 def test_every_readme_command_is_listed() -> None:
