@@ -16,8 +16,7 @@ from stackwars.commands.options import (
 )
 from stackwars.config import INPUT_MODES, RunOptions
 from stackwars.errors import UsageError
-from stackwars.instruments.profile.service import profile_cells
-from stackwars.instruments.profile.task import profile_stack
+from stackwars.instruments.profile.service import profile_cell, profile_cells
 from stackwars.profiling.result import PROFILE_FORMAT, Profile
 from stackwars.report import profile as render
 from stackwars.report.console import report_console
@@ -93,7 +92,7 @@ def profile(args: argparse.Namespace, argv: list[str]) -> int:
             def progress(text: str, label: str = spec.label()) -> None:
                 status.update(f"{label}: {text}")
 
-            found = profile_stack(spec, options, root / slug(spec.stack), args.calls, progress)
+            found = profile_cell(spec, options, root / slug(spec.stack), args.calls, progress)
             profiles.append(found)
     title = f"{cells[0].workload}({params.replace('-', ', ')}): {args.calls} profiled calls"
     console.print(render.side_by_side(profiles, title))

@@ -1,7 +1,8 @@
 """``stackwars selftest``: prove for each stack that a timed block includes its work.
 
-Each stack runs ``instruments/selftest/worker.py`` in a fresh process (the parent imports no
-framework), under a timeout that kills the worker's whole process tree. The worker's checks
+Each stack runs ``instruments/selftest/worker.py`` in a fresh process, through the
+instrument's service (the parent imports no framework), under a timeout that kills the
+worker's whole process tree. The worker's checks
 are printed as one table; the exit status is 1 when a check failed or a worker did not
 finish, 0 otherwise. Stacks whose framework is not installed, or that do not run on the
 device, are listed as unsupported and do not fail the command.
@@ -14,10 +15,9 @@ import time
 
 from stackwars.commands.options import Subparsers
 from stackwars.config import parse_device
-from stackwars.errors import UsageError
 from stackwars.frameworks import all_stacks, parse_stacks
 from stackwars.instruments.selftest.render import result_table
-from stackwars.instruments.selftest.task import SELFTEST_TIMEOUT_S, selftest_stack
+from stackwars.instruments.selftest.service import selftest_stack, timeout_of
 from stackwars.report.console import progress, report_console
 
 EXIT_FAILED = 1
@@ -46,9 +46,7 @@ def selftest(args: argparse.Namespace, argv: list[str]) -> int:
     del argv
     device = parse_device(args.device)
     stacks = parse_stacks(args.stacks) if args.stacks else all_stacks()
-    timeout_s = SELFTEST_TIMEOUT_S if args.timeout is None else args.timeout
-    if timeout_s <= 0:
-        raise UsageError(f"--timeout {timeout_s:g} must be a positive number of seconds")
+    timeout_s = timeout_of(args.timeout)
     console = report_console()
     results = []
     for number, stack in enumerate(stacks, 1):
