@@ -185,21 +185,37 @@ def test_a_broken_environment_is_one_line_never_a_traceback() -> None:
     assert all("\n" not in reason and "Traceback" not in reason for reason in reasons)
 
 
+def _shadowing_distribution(name: str, distribution: str, version: str) -> None:
+    """In environment ``name``'s own site-packages, which its Python searches before the
+    borrowed one: a record of ``distribution`` at ``version``, so that a worker there finds
+    that version (the package's code is still the borrowed one)."""
+    python = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    site = environments.folder(name) / "venv" / "lib" / python / "site-packages"
+    record = site / f"{distribution}-{version}.dist-info"
+    record.mkdir()
+    metadata = f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n"
+    (record / "METADATA").write_text(metadata, "utf-8")
+
+
 @pytest.mark.slow
 def test_a_run_in_another_environment_records_what_its_worker_ran_with(tmp_path: Path) -> None:
-    """The same stack twice in one run, once in an environment of its own: two stacks, each
-    cell recording the versions its worker found."""
+    """The same stack twice in one run, once in an environment of its own whose numpy is
+    recorded at another version: each cell records the versions its own worker found, so the
+    two differ (a cell recorded with the parent's versions, or measured in the parent's
+    Python, would read this process's numpy)."""
+    here = installed_version("numpy")
+    assert here is not None
     _borrowing_environment("twin", {"name": "twin", "packages": []})
+    _shadowing_distribution("twin", "numpy", f"{here}+twin")
     out = tmp_path / "run.json"
     argv = ["run", "--workload", "gemm", "--param", "n=32", "--stacks", "numpy,numpy@twin"]
     assert main([*argv, "--budget", "0.1", "--second-look", "0", "--json", str(out)]) == 0
     cells = json.loads(out.read_text(encoding="utf-8"))["cells"]
-    assert [(c["stack"], c["status"]) for c in cells] == [
-        ("numpy:eager", "ok"),
-        ("numpy:eager@twin", "ok"),
+    assert [(c["stack"], c["status"], c["settings"]["versions"]["numpy"]) for c in cells] == [
+        ("numpy:eager", "ok", here),
+        ("numpy:eager@twin", "ok", f"{here}+twin"),
     ]
     for cell in cells:
-        assert cell["settings"]["versions"]["numpy"].startswith("2.")
         assert cell["settings"]["versions"]["python"] == ".".join(map(str, sys.version_info[:3]))
 
 
