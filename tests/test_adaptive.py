@@ -18,9 +18,8 @@ from stackwars.errors import UsageError
 from stackwars.instruments.claims.spec import parse_relation
 from stackwars.instruments.claims.verdict import FAILS, INCONCLUSIVE, judge_factor
 from stackwars.results.run import Run, now
-from stackwars.results.schema import Cell, Steady
+from stackwars.results.schema import Cell, CellSpec, Steady
 from stackwars.runner import plan
-from stackwars.runner.protocol import CellSpec
 from stackwars.service import adaptive, api
 
 GEMM = workloads.get("gemm").resolve({"n": 8})

@@ -8,10 +8,11 @@ import pytest
 
 import stackwars
 from stackwars.errors import UsageError
-from stackwars.service import api
+from stackwars.service import api, execution
 
 FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
-FAST = {"budget_s": 0.05, "workload_files": [FAULTY]}
+# No second look: these tests check what is stored, not the second worker it adds.
+FAST = {"budget_s": 0.05, "workload_files": [FAULTY], "second_look_s": 0}
 
 
 @pytest.mark.slow
@@ -51,6 +52,6 @@ def test_bad_input_is_a_usage_error_that_names_the_fix(tmp_path: Path) -> None:
 
 
 def test_the_services_are_loaded_on_first_use() -> None:
-    assert stackwars.run is api.run
+    assert stackwars.run is execution.run
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         _ = stackwars.nope  # type: ignore[attr-defined]

@@ -15,8 +15,8 @@ from stackwars.config import DEFAULT_DEVICE_BUDGET_SHARE, default_device_budget
 from stackwars.instruments.maxbatch import predict as maxbatch
 from stackwars.instruments.maxbatch.render import max_batch_table
 from stackwars.results.metadata import parse_gpu_memory
+from stackwars.results.schema import CellSpec
 from stackwars.runner import plan
-from stackwars.runner.protocol import CellSpec
 from stackwars.runner.worker import classify
 
 GIB = 2**30

@@ -20,7 +20,7 @@ from stackwars.frameworks import torch as torch_module
 from stackwars.frameworks.base import DeviceMemory, DeviceSupport, unavailable
 from stackwars.report.table import DEVICE_COLUMN, build_tables, render_markdown
 from stackwars.results.schema import Cell, Memory, Steady
-from stackwars.service import api
+from stackwars.service import api, execution
 
 ANSWERS = json.loads(
     (Path(__file__).parent / "data" / "device_answers.json").read_text(encoding="utf-8")
@@ -185,7 +185,9 @@ def test_cpu_tables_keep_their_columns() -> None:
 
 
 def run_on(device: str, stacks: str) -> list[Cell]:
-    return api.run("gemm", params={"n": 16}, stacks=stacks, device=device, budget_s=0.05).cells
+    return execution.run(
+        "gemm", params={"n": 16}, stacks=stacks, device=device, budget_s=0.05, second_look_s=0
+    ).cells
 
 
 @pytest.mark.slow

@@ -25,9 +25,9 @@ from stackwars.frameworks import (
     parse_stacks,
     split_stack,
 )
+from stackwars.results.schema import CellSpec
 from stackwars.runner import environments as running
 from stackwars.runner import plan
-from stackwars.runner.protocol import CellSpec
 from stackwars.service import environments as service
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,10 +24,9 @@ from stackwars.results.aggregate import merge_repeats
 from stackwars.results.comparison import UNDERPOWERED, Gate, compare_runs, decide
 from stackwars.results.history import series_by_params
 from stackwars.results.run import Run, now
-from stackwars.results.schema import Cell, Steady
+from stackwars.results.schema import Cell, CellSpec, Steady
 from stackwars.runner import executors, session
 from stackwars.runner.plan import PlannedCell
-from stackwars.runner.protocol import CellSpec
 from stackwars.runner.tasks import Caches, Where
 from stackwars.service import api
 from stackwars.service.comparisons import machine_mismatch

@@ -14,9 +14,9 @@ from stackwars.frameworks import FRAMEWORKS
 from stackwars.frameworks.base import RunSettings
 from stackwars.results import store
 from stackwars.results.run import Run, now
-from stackwars.results.schema import Cell, reason_headline
+from stackwars.results.schema import Cell, CellSpec, reason_headline
 from stackwars.runner import failure
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.runner.worker import CellRun
 from stackwars.timing.timer import TimingConfig
 

@@ -31,8 +31,9 @@ from stackwars.instruments.selftest import task as selftest_task
 from stackwars.instruments.selftest import worker as selftest_worker
 from stackwars.instruments.selftest.data import StackResult
 from stackwars.ir import capture
+from stackwars.results.schema import CellSpec
 from stackwars.runner import ir_worker, plan
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.timing.timer import TimingConfig
 from stackwars.workloads.models import SPECS, memory
 from stackwars.workloads.models.adapter import config_for, runner_module

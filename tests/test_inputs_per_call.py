@@ -15,9 +15,9 @@ from stackwars.frameworks import missing_reason
 from stackwars.frameworks.base import RunSettings
 from stackwars.report.html.provenance import inputs
 from stackwars.report.table import PER_CALL_MARK, PER_CALL_NOTE, build_tables, render_markdown
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellSpec
 from stackwars.runner import worker
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.runner.worker import PER_CALL_STATEFUL, CellRun, Prepared
 from stackwars.timing.timer import TimingConfig
 

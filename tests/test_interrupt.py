@@ -17,7 +17,7 @@ import pytest
 from stackwars.cli import main
 from stackwars.results import store
 from stackwars.results.run import Run, displayed_status, now, owner_alive, this_process
-from stackwars.runner.protocol import CellSpec
+from stackwars.results.schema import CellSpec
 
 # Starts the CLI in a subprocess and interrupts it.
 pytestmark = pytest.mark.slow

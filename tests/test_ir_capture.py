@@ -12,7 +12,7 @@ from stackwars.cli import main
 from stackwars.config import RunOptions
 from stackwars.frameworks import missing_reason, stack_missing_reason
 from stackwars.ir.analyse import analyse
-from stackwars.runner.protocol import CellSpec
+from stackwars.results.schema import CellSpec
 from stackwars.service.api import capture_stack
 
 GEMM = {"n": 16, "dtype": "float32"}

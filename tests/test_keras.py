@@ -30,10 +30,9 @@ from stackwars.frameworks import (
     parse_stacks,
     stack_missing_reason,
 )
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellSpec
 from stackwars.runner import plan
 from stackwars.runner.crosscheck import crosscheck
-from stackwars.runner.protocol import CellSpec
 from stackwars.suites import UNIFIED_STACKS, get_suite
 from stackwars.workloads.models import SPECS
 
@@ -116,7 +115,8 @@ DRIVER = textwrap.dedent(
     from stackwars import workloads
     from stackwars.frameworks import FRAMEWORKS
     from stackwars.frameworks.base import RunSettings
-    from stackwars.runner.protocol import CellSpec, Request
+    from stackwars.results.schema import CellSpec
+    from stackwars.runner.protocol import Request
     from stackwars.runner.worker import CellRun
     from stackwars.timing.timer import TimingConfig
 

@@ -62,7 +62,7 @@ REPORT_SIDE = {"report", "render"}
 CORE_USES = {
     "commands/listing.py": {"peak"},
     "commands/results.py": {"behave"},
-    "commands/run.py": {"maxbatch", "profile"},
+    "commands/run.py": {"ir", "maxbatch", "profile"},
     "report/claims.py": {"claims"},
     "report/html/data.py": {"claims"},
     "report/html/layout.py": {"claims"},
@@ -288,6 +288,7 @@ SERVICE_LAYERS = {
     "api": 2,
     "inprocess": 2,
     "adaptive": 3,
+    "execution": 4,
 }
 
 
@@ -378,13 +379,6 @@ def test_no_command_imports_another() -> None:
 # core's runner/*task*.py and *worker.py) only through a service, which takes typed options and
 # returns data: the command parses and prints.
 STARTS_PROCESSES = re.compile(r"(?:^|_)(?:task|tasks|worker|predict)$")
-COMMANDS_REACHING_TASKS = {
-    # Temporary, issue 52's run-path work: commands/run.py is being moved onto the service
-    # layer (run --profile's profile_run); remove this entry when it is.
-    "commands/run.py",
-}
-
-
 def is_command(path: Path) -> bool:
     return unit(path) == ("", "commands") or (bool(unit(path)[0]) and unit(path)[1] == "command")
 
@@ -408,9 +402,7 @@ def commands_reaching_tasks() -> dict[str, list[str]]:
 
 
 def test_commands_reach_tasks_and_workers_only_through_a_service() -> None:
-    found = commands_reaching_tasks()
-    assert {path: found[path] for path in found if path not in COMMANDS_REACHING_TASKS} == {}
-    assert set(found) >= COMMANDS_REACHING_TASKS, "an exception no longer needed: remove it"
+    assert commands_reaching_tasks() == {}
 
 
 def test_the_command_check_sees_a_command_import_a_task() -> None:
@@ -431,7 +423,7 @@ def test_the_check_reads_both_import_forms(tmp_path: Path) -> None:
     assert imported_parts(upward) == {"service", "report"}
 
 
-PUBLIC_SERVICE = {"api", "environments", "inprocess", "adaptive"}
+PUBLIC_SERVICE = {"api", "environments", "inprocess", "adaptive", "execution"}
 
 
 def test_commands_use_only_the_service_layers_public_modules() -> None:

@@ -18,11 +18,11 @@ from stackwars import workloads
 from stackwars.cli import main
 from stackwars.frameworks import missing_reason
 from stackwars.frameworks.base import RunSettings
-from stackwars.results.schema import Cell, Parity
+from stackwars.results.schema import Cell, CellSpec, Parity
 from stackwars.runner import plan
 from stackwars.runner.crosscheck import crosscheck
 from stackwars.runner.isolate import run_in_worker
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.runner.worker import CellRun
 from stackwars.timing.timer import TimingConfig
 from stackwars.workloads.models import SPECS

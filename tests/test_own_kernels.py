@@ -21,7 +21,8 @@ import pytest
 
 from stackwars import workloads
 from stackwars.frameworks.base import RunSettings
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.results.schema import CellSpec
+from stackwars.runner.protocol import Request
 from stackwars.runner.session import x64_from_inputs
 from stackwars.runner.worker import CellRun
 from stackwars.timing.timer import TimingConfig

@@ -16,8 +16,9 @@ from stackwars.cli import main
 from stackwars.frameworks import missing_reason
 from stackwars.frameworks.base import RunSettings
 from stackwars.frameworks.jax import HOST_DEVICES_FLAG, JaxFramework
+from stackwars.results.schema import CellSpec
 from stackwars.runner import plan
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.runner.worker import CellRun, cell_settings
 from stackwars.timing.timer import TimingConfig
 from stackwars.workloads import pmap

@@ -21,8 +21,9 @@ from stackwars.instruments.behave import probes
 from stackwars.instruments.behave.probes import NEW, SAME
 from stackwars.instruments.behave.service import behave
 from stackwars.instruments.behave.worker import draws_relation, observe_draws
+from stackwars.results.schema import CellSpec
 from stackwars.runner import parity
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.runner.worker import CellRun
 from stackwars.timing.timer import TimingConfig
 

@@ -24,8 +24,9 @@ from stackwars.profiling.capture import no_profiler_reason, profiler
 from stackwars.profiling.result import AddsUp, Profile
 from stackwars.profiling.trace import CALL_ANNOTATION, OpEvent, Trace
 from stackwars.report import profile as render
+from stackwars.results.schema import CellSpec
 from stackwars.runner import worker
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.timing.timer import TimingConfig
 
 FAKE_FILE = Path(__file__).parent / "data" / "fake_framework.py"

@@ -11,10 +11,10 @@ from rich.console import Console
 
 from stackwars.frameworks.base import RunSettings
 from stackwars.report.progress import LOG_PHASE_AFTER_S, Progress, TimeLeft, format_duration
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellSpec
 from stackwars.runner.child import PROGRESS_FILE, ProgressWriter, _ProgressReader
 from stackwars.runner.isolate import run_in_worker
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.timing.timer import TimingConfig
 
 FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from stackwars.frameworks.base import RunSettings
+from stackwars.results.schema import CellSpec
 from stackwars.runner.isolate import run_in_worker
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.service.api import machine_warnings
 from stackwars.timing.quality import drift_warning, measurement_warnings, spread_warning
 from stackwars.timing.timer import Measurement, TimingConfig

@@ -31,10 +31,9 @@ ray = pytest.importorskip("ray")
 from stackwars.cli import main  # noqa: E402 (after the skip: these import nothing of Ray)
 from stackwars.config import RunOptions  # noqa: E402
 from stackwars.results import metadata, store  # noqa: E402
-from stackwars.results.schema import Cell  # noqa: E402
+from stackwars.results.schema import Cell, CellSpec  # noqa: E402
 from stackwars.runner import ray_executor, session  # noqa: E402
 from stackwars.runner.plan import PlannedCell  # noqa: E402
-from stackwars.runner.protocol import CellSpec  # noqa: E402
 
 FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
 FAST = ["--budget", "0.05", "--quiet"]

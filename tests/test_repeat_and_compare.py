@@ -16,9 +16,8 @@ from stackwars.report.table import build_tables
 from stackwars.results import store
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.run import Run, now
-from stackwars.results.schema import Cell, Steady
+from stackwars.results.schema import Cell, CellSpec, Steady
 from stackwars.runner.plan import schedule
-from stackwars.runner.protocol import CellSpec
 
 FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
 

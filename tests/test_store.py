@@ -15,8 +15,7 @@ from stackwars import results_frame
 from stackwars.cli import main
 from stackwars.results import store
 from stackwars.results.run import Run, now
-from stackwars.results.schema import Cell, Steady
-from stackwars.runner.protocol import CellSpec
+from stackwars.results.schema import Cell, CellSpec, Steady
 from stackwars.service import api
 
 FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from stackwars.errors import UsageError
+from stackwars.results.schema import CellSpec
 from stackwars.runner import parity
-from stackwars.runner.protocol import CellSpec
 from stackwars.runner.session import request_for
 from stackwars.service.choices import Measure, run_options
 from stackwars.workloads.base import Param, Work, Workload

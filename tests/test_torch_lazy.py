@@ -47,7 +47,8 @@ SIX_MODELS = """
 import json, sys
 from stackwars import workloads
 from stackwars.frameworks.base import RunSettings
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.results.schema import CellSpec
+from stackwars.runner.protocol import Request
 from stackwars.runner.worker import CellRun
 from stackwars.suites import MODELS
 from stackwars.timing.timer import TimingConfig

@@ -17,9 +17,9 @@ from stackwars import workloads
 from stackwars.cli import main
 from stackwars.frameworks import stack_missing_reason
 from stackwars.frameworks.base import RunSettings
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellSpec
 from stackwars.runner.isolate import run_in_worker
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.timing.timer import TimingConfig
 
 MISSING = stack_missing_reason("torch", "xla")
@@ -83,7 +83,8 @@ EVERY_WORKLOAD = """
 import json, sys
 from stackwars import workloads
 from stackwars.frameworks.base import RunSettings
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.results.schema import CellSpec
+from stackwars.runner.protocol import Request
 from stackwars.runner.worker import CellRun
 from stackwars.timing.timer import TimingConfig
 

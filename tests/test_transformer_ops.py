@@ -15,8 +15,9 @@ from stackwars import workloads
 from stackwars.errors import ParameterError
 from stackwars.frameworks import all_stacks, missing_reason
 from stackwars.frameworks.base import RunSettings, flatten
+from stackwars.results.schema import CellSpec
 from stackwars.runner import parity
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.runner.worker import CellRun
 from stackwars.timing.timer import TimingConfig
 from stackwars.workloads import attention, ffn

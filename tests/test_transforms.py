@@ -19,8 +19,8 @@ from stackwars import workloads
 from stackwars.errors import ParameterError
 from stackwars.frameworks import default_stacks, load_framework, missing_reason
 from stackwars.frameworks.base import Framework, RunSettings
+from stackwars.results.schema import CellSpec
 from stackwars.runner import parity, plan
-from stackwars.runner.protocol import CellSpec
 from stackwars.workloads import _mlp
 
 SEED_VALUES = {0: 8.0, 1: 12.0, 2: -6.0, 3: -24.0}

@@ -12,9 +12,10 @@ import pytest
 from stackwars import workloads
 from stackwars.cli import main
 from stackwars.frameworks.base import RunSettings
+from stackwars.results.schema import CellSpec
 from stackwars.runner import worker
 from stackwars.runner.isolate import run_in_worker
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.timing.timer import TimingConfig
 
 FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")

@@ -11,7 +11,8 @@ import pytest
 from stackwars import workloads
 from stackwars.frameworks import FRAMEWORKS, Stack, all_stacks, missing_reason
 from stackwars.frameworks.base import RunSettings, flatten
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.results.schema import CellSpec
+from stackwars.runner.protocol import Request
 from stackwars.runner.worker import CellRun
 from stackwars.timing.timer import TimingConfig
 

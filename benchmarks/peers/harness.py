@@ -26,7 +26,7 @@ from typing import Any
 from stackwars import workloads
 from stackwars.frameworks import load_framework
 from stackwars.frameworks.base import Framework, RunSettings
-from stackwars.runner.protocol import CellSpec
+from stackwars.results.schema import CellSpec
 from stackwars.runner.session import wants_x64
 from stackwars.runner.worker import home_environment
 

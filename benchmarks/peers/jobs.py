@@ -20,9 +20,10 @@ from peers.cells import Job
 from peers.harness import PeerBudgets
 from stackwars.config import default_memory_budget
 from stackwars.frameworks.base import RunSettings
+from stackwars.results.schema import CellSpec
 from stackwars.runner.child import kill_tree
 from stackwars.runner.isolate import BackgroundMeter, run_in_worker
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.runner.session import wants_x64
 from stackwars.timing.stats import summarize
 from stackwars.timing.timer import TimingConfig

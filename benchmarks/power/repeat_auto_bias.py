@@ -26,9 +26,8 @@ from scipy.stats import t as student
 
 from stackwars.config import RunOptions
 from stackwars.results.run import Run, now
-from stackwars.results.schema import Cell, Steady
+from stackwars.results.schema import Cell, CellSpec, Steady
 from stackwars.runner import plan
-from stackwars.runner.protocol import CellSpec
 from stackwars.service import adaptive, api
 
 SPREADS = (0.005, 0.01, 0.02, 0.03, 0.05)

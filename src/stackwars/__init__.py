@@ -1,10 +1,10 @@
 """stackwars: the same numerical and ML work on NumPy, JAX, PyTorch and TensorFlow, in every
 execution mode, measured honestly.
 
-The public Python API is what this module exports; everything else is private. ``run``,
-``compare`` and ``history`` (from ``stackwars.service.api``) and ``measure`` (in-process timing) are
-loaded on first use, so that worker processes, which import this package, do not pay for
-them.
+The public Python API is what this module exports; everything else is private. ``run``
+(``stackwars.service.execution``), ``compare`` and ``history`` (``stackwars.service.api``) and
+``measure`` (in-process timing) are loaded on first use, so that worker processes, which
+import this package, do not pay for them.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -19,14 +19,19 @@ from stackwars.version import __version__
 from stackwars.workloads import Param, Work, Workload, load_workload_file, register, registry
 
 if TYPE_CHECKING:  # for type checkers; at run time __getattr__ loads them on first use
-    from stackwars.service.api import Measure, Selection, compare, history, run
+    from stackwars.service.api import Measure, Selection, compare, history
+    from stackwars.service.execution import run
     from stackwars.service.inprocess import InProcessResult, measure
 
-_SERVICES = ("Measure", "Selection", "compare", "history", "run")
+_SERVICES = ("Measure", "Selection", "compare", "history")
 _IN_PROCESS = ("InProcessResult", "measure")
 
 
 def __getattr__(name: str) -> Any:
+    if name == "run":
+        from stackwars.service import execution
+
+        return execution.run
     if name in _SERVICES:
         from stackwars.service import api
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from stackwars.commands.options import (
@@ -13,13 +12,14 @@ from stackwars.commands.options import (
     add_framework_settings,
     framework_settings,
 )
-from stackwars.config import CACHE_MODES, INPUT_MODES, RunOptions
+from stackwars.config import CACHE_MODES, INPUT_MODES
 from stackwars.errors import UsageError
-from stackwars.frameworks import parse_stacks
+from stackwars.instruments.ir import render as ir_render
+from stackwars.instruments.ir.service import CaptureAfterRun
 from stackwars.instruments.maxbatch.render import max_batch_table
 from stackwars.instruments.maxbatch.service import max_batches
-from stackwars.instruments.profile.task import profile_run
-from stackwars.report import profile as render
+from stackwars.instruments.profile.service import ProfileAfterRun
+from stackwars.report import profile as profile_render
 from stackwars.report.console import report_console, warn
 from stackwars.report.derived import derived_tables
 from stackwars.report.progress import Progress
@@ -27,10 +27,8 @@ from stackwars.report.sampling import pilot_line, second_look_line
 from stackwars.report.table import build_tables, render_markdown, render_rich, status_counts
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.run import Run
-from stackwars.results.schema import Cell
 from stackwars.results.store import Store
-from stackwars.service import adaptive, api
-from stackwars.timing.compare import MIN_WORKERS
+from stackwars.service import adaptive, api, execution
 
 EXIT_NOT_ALL_OK = 1
 RUN_EXAMPLES = """\
@@ -291,7 +289,7 @@ def measure(args: argparse.Namespace) -> api.Measure:
         inputs=args.inputs,
         force=args.force,
         seed=args.seed,
-        repeat=adaptive.parse_repeat(args.repeat) or MIN_WORKERS,
+        repeat=execution.workers_per_cell(args.repeat),
         order_seed=args.order_seed,
         jobs=args.jobs,
         rtol=args.rtol,
@@ -325,65 +323,64 @@ def rerun(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def execute_and_show(planned: api.PlannedRun, args: argparse.Namespace) -> int:
-    """Run the planned cells with progress, then print (and write) the tables; IR and
-    profiles after them when asked."""
-    profiled = _profiled_stacks(getattr(args, "profile", None))  # bad names refused up front
-    look = _second_look(args)
-    record, results = _execute(planned, args, look)
-    _show(record, args, results, look)
-    if getattr(args, "capture_ir", False):
-        for line in api.capture_run_ir(record, planned.options, results):
-            report_console().print(line)
-    if profiled is not None:
-        json_path = Path(args.json) if args.json else None
-        profile_after_run(record, planned.options, results, profiled, json_path)
-    strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
-    return EXIT_NOT_ALL_OK if strict_failure else 0
-
-
-def _execute(planned: api.PlannedRun, args: argparse.Namespace, look: float) -> tuple[Run, Store]:
-    """The cells measured (with the rounds --repeat auto adds, and the second look), each
-    stored as it ends."""
+    """The run measured by the service (its sampling and after-run steps included), with
+    progress; then its tables, and what each after-run step found."""
+    resumed = getattr(args, "resume", None) is not None
+    sampling = execution.Sampling.of(
+        getattr(args, "repeat", "1"), getattr(args, "second_look", 0.0), resumed=resumed
+    )
+    after = _after_run_steps(args)
     # Connected first: an executor that cannot start is one line, with nothing stored.
     executor = api.open_executor(
         args.executor, args.ray_address, planned.options, args.ray_resource
     )
-    try:
-        results = api.open_store(args.db)
-        for warning in planned.warnings:
-            warn(warning)
-        json_path = Path(args.json) if args.json else None
-        stacks = [cell.spec.stack for cell in planned.cells if not cell.skip_reason]
-        with Progress(len(planned.cells), quiet=args.quiet, stacks=stacks) as progress:
-
-            def execute(part: api.PlannedRun) -> Run:
-                return api.execute(part, results, progress, json_path, executor)
-
-            def again(part: api.PlannedRun) -> list[Cell]:
-                return api.measure_again(part, progress, executor)
-
-            fresh = getattr(args, "resume", None) is None
-            if getattr(args, "repeat", None) == adaptive.AUTO and fresh:
-                record, piloted = adaptive.pilot_then_grow(
-                    planned,
-                    execute,
-                    again,
-                    settings=adaptive.Adaptive(),
-                    clock=time.monotonic,
-                    on_round=progress.more,
-                )
-                api.keep_annotations(results, record, piloted, json_path)
-            else:
-                record = execute(planned)
-            if look > 0:
-                annotated = adaptive.second_look(record, planned, again, look, progress.more)
-                api.keep_annotations(results, record, annotated, json_path)
-    finally:
-        executor.close()
-    return record, results
+    results = api.open_store(args.db)
+    for warning in planned.warnings:
+        warn(warning)
+    stacks = [cell.spec.stack for cell in planned.cells if not cell.skip_reason]
+    with Progress(len(planned.cells), quiet=args.quiet, stacks=stacks) as progress:
+        executed = execution.execute_run(
+            planned,
+            results,
+            progress,
+            executor=executor,
+            json_path=Path(args.json) if args.json else None,
+            sampling=sampling,
+            after=after,
+            on_round=progress.more,
+            on_step=progress.after_run,
+        )
+    record = executed.record
+    _show(record, args, results, executed.second_look)
+    _show_after_run(executed)
+    strict_failure = args.strict and any(cell.status != "ok" for cell in record.cells)
+    return EXIT_NOT_ALL_OK if strict_failure else 0
 
 
-def _show(record: Run, args: argparse.Namespace, results: Store, look: float) -> None:
+def _after_run_steps(args: argparse.Namespace) -> list[execution.AfterRun]:
+    """The steps after the cells the options ask for (bad --profile stacks refused here,
+    before anything runs)."""
+    steps: list[execution.AfterRun] = []
+    if getattr(args, "capture_ir", False):
+        steps.append(CaptureAfterRun())
+    profile = getattr(args, "profile", None)
+    if profile is not None:
+        steps.append(ProfileAfterRun.of(profile))
+    return steps
+
+
+def _show_after_run(executed: execution.Executed) -> None:
+    console = report_console()
+    for line in ir_render.after_run_lines(executed.found.get(CaptureAfterRun.name, [])):
+        console.print(line)
+    if ProfileAfterRun.name in executed.found:
+        profiles = executed.found[ProfileAfterRun.name]
+        for shown in profile_render.after_run(profiles):
+            console.print(shown, highlight=False)
+        console.print(f"{len(profiles)} profile(s) stored with run {executed.record.id}")
+
+
+def _show(record: Run, args: argparse.Namespace, results: Store, looked: bool) -> None:
     """The run's tables (merged over workers), what they imply, and where it is stored."""
     console = report_console()
     peak, stale = api.usable_peak(record.machine, record.options.get("device", "cpu"))
@@ -399,7 +396,7 @@ def _show(record: Run, args: argparse.Namespace, results: Store, look: float) ->
             f"'stackwars run --resume {record.id} --executor ray --ray-address HEAD:PORT' "
             "measures them once nodes that can run them are back"
         )
-    if look > 0:
+    if looked:
         console.print(second_look_line(merged))
     if pilot_line(record.cells):
         console.print(pilot_line(record.cells))
@@ -410,15 +407,6 @@ def _show(record: Run, args: argparse.Namespace, results: Store, look: float) ->
         markdown = render_markdown(tables) + derived_markdown
         Path(args.markdown).write_text(markdown, encoding="utf-8")
     console.print(f"run {record.id}: {status_counts(record.cells)}; stored in {results.path}")
-
-
-def _second_look(args: argparse.Namespace) -> float:
-    """The seconds --second-look may spend: only after a fresh run at --repeat 1."""
-    look = getattr(args, "second_look", 0.0)
-    if look < 0:
-        raise UsageError(f"--second-look {look:g} must be 0 (none) or a number of seconds")
-    fresh = getattr(args, "resume", None) is None
-    return look if getattr(args, "repeat", None) == "1" and fresh else 0.0
 
 
 def _resumed(args: argparse.Namespace) -> api.PlannedRun:
@@ -436,33 +424,6 @@ def _resumed(args: argparse.Namespace) -> api.PlannedRun:
             "--find-max-batch, --label)"
         )
     return api.plan_resume(api.open_store(args.db), args.resume)
-
-
-def _profiled_stacks(profile: str | None) -> set[str] | None:
-    """--profile's stacks: None without it, empty for every stack ('*', the bare option)."""
-    if profile is None:
-        return None
-    return set() if profile == "*" else {str(stack) for stack in parse_stacks(profile)}
-
-
-def profile_after_run(
-    record: Run, options: RunOptions, results: Store, stacks: set[str], json_path: Path | None
-) -> None:
-    """--profile: each ok cell (of ``stacks``; empty: every stack) profiled after the run,
-    the profiles printed side by side per cell and stored with the run (and its JSON)."""
-    root = results.path.resolve().parent / "stackwars-profiles" / record.id
-    console = report_console()
-    with console.status("profiling") as status:
-
-        def progress(label: str, text: str) -> None:
-            status.update(f"profiling {label}: {text}")
-
-        profiles = profile_run(record, options, results, root, stacks=stacks, on_progress=progress)
-    if json_path:
-        record.write_json(json_path)
-    for shown in render.after_run(profiles):
-        console.print(shown, highlight=False)
-    console.print(f"{len(profiles)} profile(s) stored with run {record.id}")
 
 
 # Where each command stands in ``stackwars --help`` (commands/__init__.py finds them).

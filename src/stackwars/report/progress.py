@@ -139,6 +139,12 @@ class Progress:
         line = f"      … {self._label}: {text} ({running:.0f} s)"
         self._console.print(line, highlight=False, soft_wrap=True, style="dim")
 
+    def after_run(self, step: str, text: str) -> None:
+        """What a step after the cells (IR capture, profiling) reports it is doing."""
+        if step != self._label:
+            self._label, self._cell_started = step, self._clock()
+        self.phase(text)
+
     def end_cell(self, cell: Cell) -> None:
         self.done += 1
         self._time_left.finished(cell)

@@ -23,7 +23,7 @@ from stackwars.report.markdown_text import escape, table_row
 from stackwars.report.roofline import format_roofline
 from stackwars.results.machines import machine_of, machines
 from stackwars.results.peak import peak_matches_machine
-from stackwars.results.schema import Cell, Parity, reason_headline
+from stackwars.results.schema import Cell, CellKey, Parity, reason_headline
 
 if TYPE_CHECKING:
     from stackwars.results.peak import Peak
@@ -161,7 +161,7 @@ def build_tables(cells: Iterable[Cell], peak: Peak | None = None) -> list[Table]
     several = found if len(found) > 1 else {}
     ran = [cell for cell in cells if not several or machine_of(cell) is not None]
     nowhere = [cell for cell in cells if several and machine_of(cell) is None]
-    groups: dict[tuple[str, str, str, str | None], dict[tuple[str, str, str, str, bool], Cell]]
+    groups: dict[tuple[str, str, str, str | None], dict[CellKey, Cell]]
     groups = {}
     for cell in [*ran, *nowhere]:
         workload, params, _stack, device, _to_host = key = cell.key()

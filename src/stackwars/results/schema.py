@@ -47,6 +47,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from stackwars.frameworks import split_stack, stack_environment
+
 SCHEMA_VERSION = 2
 
 STATUSES = ("ok", "mismatch", "oom", "timeout", "error", "unsupported")
@@ -62,6 +64,48 @@ def cell_key(
     """What identifies a cell within a run (and across runs, for comparisons)."""
     text = ",".join(f"{k}={params[k]}" for k in sorted(params))
     return (workload, text, stack, device, to_host)
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """What to measure: workload, parameters, stack, device, and whether results go to host.
+    A run's plan is a list of these; a measured :class:`Cell` gives its own back
+    (:meth:`Cell.spec`), so whatever measures a stored cell again asks for the same thing."""
+
+    workload: str
+    params: dict[str, Any]
+    stack: str
+    device: str = "cpu"
+    to_host: bool = False
+    repeat: int = 0  # which of the --repeat fresh workers this is
+
+    @property
+    def framework(self) -> str:
+        return split_stack(self.stack)[0]
+
+    @property
+    def mode(self) -> str:
+        return split_stack(self.stack)[1]
+
+    @property
+    def environment(self) -> str:
+        """The Python environment its worker runs in ("" for stackwars' own)."""
+        return stack_environment(self.stack)
+
+    def label(self) -> str:
+        return cell_label(self.workload, self.params, self.stack, self.device, self.to_host)
+
+    def key(self) -> CellKey:
+        return cell_key(self.workload, self.params, self.stack, self.device, self.to_host)
+
+
+def cell_label(
+    workload: str, params: dict[str, Any], stack: str, device: str, to_host: bool
+) -> str:
+    """How progress lines and tables name a cell."""
+    shown = ", ".join(f"{k}={v}" for k, v in params.items())
+    host = " →host" if to_host else ""
+    return f"{workload}({shown}) on {stack}{host} @ {device}"
 
 
 @dataclass
@@ -203,10 +247,16 @@ class Cell:
     def key(self) -> CellKey:
         return cell_key(self.workload, self.params, self.stack, self.device, self.to_host)
 
+    def spec(self, repeat: int | None = None) -> CellSpec:
+        """What measures this cell again (its own worker index unless ``repeat`` is given):
+        the second look, IR captures, profiles and added rounds all ask through this."""
+        index = self.repeat if repeat is None else repeat
+        return CellSpec(
+            self.workload, dict(self.params), self.stack, self.device, self.to_host, index
+        )
+
     def label(self) -> str:
-        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        host = " →host" if self.to_host else ""
-        return f"{self.workload}({params}) on {self.stack}{host} @ {self.device}"
+        return cell_label(self.workload, self.params, self.stack, self.device, self.to_host)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -33,7 +33,7 @@ from typing import Any
 from stackwars.errors import StoreError, UsageError
 from stackwars.results.jsonio import dump
 from stackwars.results.run import Run
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellKey
 
 STORE_VERSION = 6
 DEFAULT_DB = "stackwars.sqlite"
@@ -72,7 +72,7 @@ CREATE TABLE IF NOT EXISTS profiles (
 """
 
 
-def key_text(key: tuple[str, str, str, str, bool]) -> str:
+def key_text(key: CellKey) -> str:
     return json.dumps(key)
 
 

@@ -1,21 +1,23 @@
 """The parent half of the IR worker (runner/ir_worker.py): one cell's IR captured in a fresh
-worker, and every ok cell of a run captured and stored with it."""
+worker, and every ok cell of a run captured (``run --capture-ir``; the ir instrument's service
+stores it)."""
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from stackwars.config import RunOptions
 from stackwars.errors import UsageError
 from stackwars.ir.capture import stages
-from stackwars.results import store
+from stackwars.results.captures import RunCapture
 from stackwars.results.run import Run
+from stackwars.results.schema import CellKey, CellSpec
 from stackwars.runner import session
 from stackwars.runner.child import Limits, run_child
 from stackwars.runner.environments import interpreter_for, stack_problem
-from stackwars.runner.protocol import CellSpec
 
 WORKER = "stackwars.runner.ir_worker"
 IR_TIMEOUT_S = 600.0
@@ -44,23 +46,19 @@ def capture_stack(spec: CellSpec, options: RunOptions, out_dir: Path) -> dict[st
     return {"stack": spec.stack, "stages": {}, "unavailable": {"*": end.detail}}
 
 
-def capture_run_ir(record: Run, options: RunOptions, results: store.Store) -> list[str]:
-    """Capture and store the IR of every ok cell of a run whose stack has a compiler, once
-    per cell key; one line per cell saying what was stored."""
-    seen: set[tuple[str, str, str, str, bool]] = set()
-    lines = []
+def capture_run_ir(record: Run, options: RunOptions) -> Iterator[RunCapture]:
+    """The IR of every ok cell of a run whose stack has a compiler, once per cell key, each
+    yielded as it is captured (nothing stored: ``run --capture-ir``'s step,
+    instruments/ir/service.py, keeps it)."""
+    seen: set[CellKey] = set()
     for cell in record.cells:
         if cell.status != "ok" or cell.key() in seen or not stages(cell.stack):
             continue
         seen.add(cell.key())
-        spec = CellSpec(cell.workload, cell.params, cell.stack, cell.device, cell.to_host)
         with tempfile.TemporaryDirectory(prefix="stackwars-ir-") as scratch:
-            index = capture_stack(spec, options, Path(scratch))
+            index = capture_stack(cell.spec(), options, Path(scratch))
             texts = {
                 stage: (Path(scratch) / name).read_text(encoding="utf-8")
                 for stage, name in index["stages"].items()
             }
-        results.add_captures(record, cell, texts)
-        missing = ", ".join(index["unavailable"]) or "none"
-        lines.append(f"IR of {cell.label()}: {len(texts)} stage(s) stored; missing: {missing}")
-    return lines
+        yield RunCapture(cell, texts, dict(index["unavailable"]))

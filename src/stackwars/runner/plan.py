@@ -21,8 +21,8 @@ from stackwars.frameworks import (
     default_stacks,
     device_memory_share,
 )
+from stackwars.results.schema import CellSpec
 from stackwars.runner import environments
-from stackwars.runner.protocol import CellSpec
 from stackwars.suites import Suite
 from stackwars.workloads.base import Workload
 
@@ -312,3 +312,10 @@ def plan(
         status = "oom" if why else "unsupported"
         planned.append(PlannedCell(spec, why, status, need, device_need))
     return planned
+
+
+def plan_for(cells: Sequence[CellSpec], options: RunOptions) -> list[PlannedCell]:
+    """The one way a run's cells are planned or planned again (a new run, a rerun, a resume,
+    added rounds, the second look): :func:`plan` under every budget the run's options hold,
+    the host's memory, ``--force`` and the device's."""
+    return plan(cells, options.memory_budget, options.force, DeviceBudget.of(options))

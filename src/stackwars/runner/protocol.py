@@ -11,43 +11,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from stackwars.frameworks import split_stack, stack_environment
 from stackwars.frameworks.base import RunSettings
-from stackwars.results.schema import CellKey, cell_key
+from stackwars.results.schema import CellSpec
 from stackwars.timing.timer import TimingConfig
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    """What to measure: workload, parameters, stack, device, and whether results go to host."""
-
-    workload: str
-    params: dict[str, Any]
-    stack: str
-    device: str = "cpu"
-    to_host: bool = False
-    repeat: int = 0  # which of the --repeat fresh workers this is
-
-    @property
-    def framework(self) -> str:
-        return split_stack(self.stack)[0]
-
-    @property
-    def mode(self) -> str:
-        return split_stack(self.stack)[1]
-
-    @property
-    def environment(self) -> str:
-        """The Python environment its worker runs in ("" for stackwars' own)."""
-        return stack_environment(self.stack)
-
-    def label(self) -> str:
-        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        host = " →host" if self.to_host else ""
-        return f"{self.workload}({params}) on {self.stack}{host} @ {self.device}"
-
-    def key(self) -> CellKey:
-        return cell_key(self.workload, self.params, self.stack, self.device, self.to_host)
 
 
 @dataclass

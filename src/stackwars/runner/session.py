@@ -21,12 +21,12 @@ from typing import Any, Protocol, TypeVar
 from stackwars.config import RunOptions
 from stackwars.frameworks.base import RunSettings
 from stackwars.results.run import Run, now
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellSpec
 from stackwars.runner.child import Limits
 from stackwars.runner.crosscheck import crosscheck
 from stackwars.runner.isolate import failed_cell, run_in_worker
 from stackwars.runner.plan import PlannedCell
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.runner.protocol import Request
 from stackwars.runner.tasks import (
     CacheFolders,
     Caches,

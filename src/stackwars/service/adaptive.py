@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from stackwars.errors import UsageError
 from stackwars.results.aggregate import workers_by_cell, workers_disagree
 from stackwars.results.run import Run
-from stackwars.results.schema import Cell, CellKey
+from stackwars.results.schema import Cell, CellKey, CellSpec
 from stackwars.runner import plan
-from stackwars.runner.protocol import CellSpec
 from stackwars.service import api
 from stackwars.timing.compare import DEFAULT_ALPHA, MIN_WORKERS
 
@@ -97,9 +96,7 @@ def extend(planned: api.PlannedRun, specs: Sequence[CellSpec], index: int) -> ap
     record.planned.extend(dataclasses.asdict(cell) for cell in cells)
     record.status, record.finished = "running", None
     options = planned.options
-    return api.PlannedRun(
-        record, plan.plan(cells, options.memory_budget, options.force), options, []
-    )
+    return api.PlannedRun(record, plan.plan_for(cells, options), options, [])
 
 
 def grow(
@@ -157,10 +154,8 @@ def second_look(
         chosen.append(cell)
     if not chosen:
         return []
-    specs = [CellSpec(c.workload, c.params, c.stack, c.device, c.to_host, 1) for c in chosen]
-    part = api.PlannedRun(
-        record, plan.plan(specs, planned.options.memory_budget), planned.options, []
-    )
+    specs = [cell.spec(repeat=1) for cell in chosen]
+    part = api.PlannedRun(record, plan.plan_for(specs, planned.options), planned.options, [])
     on_round([spec.stack for spec in specs])
     seconds = {cell.key(): cell for cell in again(part)}
     for first in chosen:
@@ -251,9 +246,9 @@ def planned_workers(needs: dict[CellKey, int]) -> Wanting:
     def wanting(record: Run) -> list[CellSpec]:
         measured = workers_by_cell(record.cells)
         return [
-            CellSpec(c[0].workload, c[0].params, c[0].stack, c[0].device, c[0].to_host)
-            for key, c in measured.items()
-            if len(c) < needs.get(key, 0)
+            cells[0].spec(repeat=0)
+            for key, cells in measured.items()
+            if len(cells) < needs.get(key, 0)
         ]
 
     return wanting

@@ -13,7 +13,7 @@ prints: progress goes to the ``Reporter`` given, and every failure a user can ca
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from stackwars.frameworks import (
 )
 from stackwars.results import metadata, store
 from stackwars.results.run import Run, new_run_id, now, owner_alive, this_process
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellSpec
 from stackwars.runner import executors, plan, session
 
 # Re-exported (the imports marked F401): IR captures (a run's, claims', stackwars ir's), the
@@ -39,7 +39,6 @@ from stackwars.runner.child import Interpreter  # noqa: F401
 from stackwars.runner.executors import open_executor  # noqa: F401 (re-exported)
 from stackwars.runner.ir_task import IR_TIMEOUT_S, capture_run_ir, capture_stack  # noqa: F401
 from stackwars.runner.probe_tasks import probe_frameworks  # noqa: F401
-from stackwars.runner.protocol import CellSpec
 from stackwars.service.choices import Measure, Selection, choose_cells, run_options
 
 # Re-exported: the service layer's reading side, a module per subject.
@@ -88,7 +87,7 @@ def plan_cells(
     ``measure.repeat`` times in interleaved fresh workers."""
     cells = plan.schedule(chosen, measure.repeat, measure.order_seed)
     record = _new_run(options, cells, argv, label)
-    planned = plan.plan(cells, *budgets(options))
+    planned = plan.plan_for(cells, options)
     warnings = machine_warnings(record.machine) + option_warnings(options)
     warnings += jobs_warnings(options)
     return PlannedRun(record, planned, options, warnings)
@@ -107,7 +106,7 @@ def plan_rerun(
         workloads.load_workload_file(path)
     cells = [CellSpec(**spec) for spec in old.planned]
     record = _new_run(options, cells, argv, label)
-    planned = plan.plan(cells, *budgets(options))
+    planned = plan.plan_for(cells, options)
     warnings = machine_warnings(record.machine) + jobs_warnings(options)
     return PlannedRun(record, planned, options, warnings)
 
@@ -129,11 +128,6 @@ def _new_run(
         planned=[dataclasses.asdict(cell) for cell in cells],
         identity=metadata.run_identity(label),
     )
-
-
-def budgets(options: RunOptions) -> tuple[int, bool, plan.DeviceBudget]:
-    """plan.plan's budgets: the host's, --force, the device's."""
-    return options.memory_budget, options.force, plan.DeviceBudget.of(options)
 
 
 def plan_resume(results: store.Store, run_id: str) -> PlannedRun:
@@ -159,8 +153,49 @@ def plan_resume(results: store.Store, run_id: str) -> PlannedRun:
     cells = [CellSpec(**spec) for spec in record.planned]
     remaining = [cell for cell in cells if (cell.key(), cell.repeat) not in done]
     record.status, record.finished = "running", None
-    planned = plan.plan(remaining, *budgets(options))
+    planned = plan.plan_for(remaining, options)
     return PlannedRun(record, planned, options, machine_warnings(record.machine))
+
+
+class RunWriter:
+    """The one writer of a run while it runs (``execution.execute_run`` holds it): each cell
+    into the store the moment it ends, cells again when the pilot or the second look
+    annotated them, what an after-run step found (through the step's own ``keep``), and after
+    each of these the run's JSON file (``json_path``) rewritten whole."""
+
+    def __init__(self, results: store.Store, json_path: Path | None = None) -> None:
+        self.results = results
+        self.json_path = json_path
+
+    def begin(self, record: Run) -> None:
+        self.results.begin_run(record)
+
+    def add_cell(self, record: Run, cell: Cell) -> None:
+        self.results.add_cell(record, cell)
+        self._json(record)
+
+    def finish(self, record: Run) -> None:
+        self.results.finish_run(record)
+        self._json(record)
+
+    def annotated(self, record: Run, cells: Sequence[Cell]) -> None:
+        """Cells of ``record`` whose settings changed after they were stored, stored again."""
+        for cell in cells:
+            self.results.update_cell(record, cell)
+        if cells:
+            self._json(record)
+
+    def after_run(
+        self, keep: Callable[[store.Store, Run, Any], None], record: Run, found: Any
+    ) -> None:
+        """What an after-run step found, kept by the step's ``keep`` (its instrument's
+        service: the store and the record), then the JSON file."""
+        keep(self.results, record, found)
+        self._json(record)
+
+    def _json(self, record: Run) -> None:
+        if self.json_path:
+            record.write_json(self.json_path)
 
 
 def execute(
@@ -172,19 +207,27 @@ def execute(
 ) -> Run:
     """Run the planned cells on ``executor`` (None: one at a time on this machine; see
     :func:`open_executor`), storing each the moment it ends (and rewriting ``json_path``); the
-    run is stored as interrupted when Ctrl-C stops it."""
+    run is stored as interrupted when Ctrl-C stops it. Only the cells: a whole run, with its
+    sampling and after-run steps, is ``execution.execute_run``."""
+    runner = executor or executors.LocalExecutor(planned.options.jobs)
+    return execute_into(planned, RunWriter(results, json_path), reporter, runner)
+
+
+def execute_into(
+    planned: PlannedRun,
+    writer: RunWriter,
+    reporter: session.Reporter,
+    executor: session.Executor,
+) -> Run:
+    """The planned cells measured on ``executor``, each written by ``writer`` as it ends."""
     record = planned.record
-    sinks: list[session.Sink] = [results.add_cell]
-    if json_path:
-        sinks.append(lambda current, _cell: current.write_json(json_path))
-    results.begin_run(record)
+    writer.begin(record)
     try:
-        runner = executor or executors.LocalExecutor(planned.options.jobs)
-        session.execute(planned.cells, planned.options, record, sinks, reporter, executor=runner)
+        session.execute(
+            planned.cells, planned.options, record, [writer.add_cell], reporter, executor=executor
+        )
     finally:
-        results.finish_run(record)
-        if json_path:
-            record.write_json(json_path)
+        writer.finish(record)
     return record
 
 
@@ -197,58 +240,6 @@ def measure_again(
     scratch = Run(record.id, now(), record.machine, record.versions, [])
     session.execute(planned.cells, planned.options, scratch, [], reporter, executor=executor)
     return scratch.cells
-
-
-def keep_annotations(
-    results: store.Store, record: Run, cells: Sequence[Cell], json_path: Path | None
-) -> None:
-    """Cells of ``record`` whose settings changed after they were stored, stored again."""
-    for cell in cells:
-        results.update_cell(record, cell)
-    if json_path and cells:
-        record.write_json(json_path)
-
-
-def run(
-    workload: str | None = None,
-    *,
-    suite: str | None = None,
-    params: Mapping[str, Any] | None = None,
-    stacks: str | Sequence[str] | None = None,
-    device: str = "cpu",
-    db: str | None = None,
-    workload_files: Sequence[str] = (),
-    reporter: session.Reporter | None = None,
-    **measure: Any,
-) -> Run:
-    """Measure cells from Python and return the run (stored like any other).
-
-    ``params`` maps a parameter to a value or a list of values (one cell each); ``stacks`` is
-    a comma list or a list of stack names; ``device`` is cpu, gpu, gpu:1 or tpu;
-    ``workload_files`` register more workloads;
-    ``measure`` takes :class:`Measure`'s fields (``budget_s=0.5``, ``repeat=3``...); the store
-    is ``db``, else ``$STACKWARS_DB``, else ``./stackwars.sqlite``. Example::
-
-        run("gemm", params={"n": [256, 1024]}, stacks="numpy,jax:jit")
-    """
-    texts = tuple(f"{name}={_value_text(value)}" for name, value in (params or {}).items())
-    stack_text = stacks if isinstance(stacks, str) or stacks is None else ",".join(stacks)
-    selection = Selection(
-        suite=suite,
-        workload=workload,
-        params=texts,
-        stacks=stack_text,
-        device=device,
-        workload_files=tuple(workload_files),
-    )
-    planned = plan_run(selection, Measure(**measure), argv=["stackwars.run"])
-    return execute(planned, open_store(db), reporter or SilentReporter())
-
-
-def _value_text(value: Any) -> str:
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        return str(value)
-    return ",".join(map(str, value))
 
 
 class SilentReporter:

@@ -29,8 +29,8 @@ from stackwars.config import (
 from stackwars.errors import UsageError
 from stackwars.frameworks import default_stacks, parse_stacks
 from stackwars.results import metadata
+from stackwars.results.schema import CellSpec
 from stackwars.runner import plan
-from stackwars.runner.protocol import CellSpec
 from stackwars.suite_files import load_suite_file
 from stackwars.suites import Suite, get_suite
 from stackwars.timing.timer import TimingConfig

@@ -40,10 +40,9 @@ from stackwars.results import metadata
 from stackwars.results.aggregate import workers_by_cell
 from stackwars.results.compile import graphs_per_call
 from stackwars.results.run import Run
-from stackwars.results.schema import Cell, CellKey
+from stackwars.results.schema import Cell, CellKey, CellSpec
 from stackwars.results.store import Store
 from stackwars.runner import plan
-from stackwars.runner.protocol import CellSpec
 from stackwars.runner.session import Reporter
 from stackwars.service import adaptive, api
 from stackwars.suites import Suite

@@ -1,16 +1,23 @@
-"""``stackwars ir``'s cells: one per stack, one value per parameter, on one device; the
-capture itself is the core's (``runner/ir_task.py``: a run's ``--capture-ir`` and claims' IR
-lines use it too)."""
+"""``stackwars ir``'s cells: one per stack, one value per parameter, on one device; and
+``run --capture-ir``'s after-run step. The capture itself is the core's (``runner/ir_task.py``:
+claims' IR lines use it too)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from stackwars import workloads
+from stackwars.config import RunOptions
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stack, parse_stacks
+from stackwars.results.captures import RunCapture
+from stackwars.results.run import Run
+from stackwars.results.schema import CellSpec
+from stackwars.results.store import Store
 from stackwars.runner import plan
-from stackwars.runner.protocol import CellSpec
+from stackwars.runner.ir_task import capture_run_ir
 from stackwars.service.choices import Selection
 
 
@@ -31,3 +38,23 @@ def ir_cells(selection: Selection, diff: Sequence[str] = (), device: str = "cpu"
         if parse_stack(name) not in stacks:
             raise UsageError(f"--diff {name} must be one of --stacks")
     return plan.cells_for(workload, values, stacks, device)
+
+
+@dataclass(frozen=True)
+class CaptureAfterRun:
+    """``run --capture-ir``, an after-run step (``service.execution.AfterRun``): each ok cell
+    whose stack compiles has its IR captured in a fresh worker after the run, and stored with
+    the run as it comes."""
+
+    name: str = "ir"
+
+    def findings(
+        self, record: Run, options: RunOptions, files: Path, on_progress: Callable[[str], None]
+    ) -> Iterator[RunCapture]:
+        del files  # the captures live in the store
+        for capture in capture_run_ir(record, options):
+            on_progress(f"captured {capture.cell.label()}")
+            yield capture
+
+    def keep(self, results: Store, record: Run, finding: RunCapture) -> None:
+        results.add_captures(record, finding.cell, finding.texts)

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from stackwars import workloads
 from stackwars.errors import UsageError
 from stackwars.instruments.maxbatch.data import MAX_BATCH, MaxBatch
+from stackwars.results.schema import CellSpec
 from stackwars.runner import plan
-from stackwars.runner.protocol import CellSpec
 
 
 def _fits(spec: CellSpec, batch: int, budget: int, device_budget: plan.DeviceBudget | None) -> bool:

@@ -3,6 +3,8 @@ on cpu), each timed and profiled in a fresh worker, as data (nothing printed).""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from stackwars import workloads
@@ -11,9 +13,11 @@ from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stacks
 from stackwars.instruments.profile import task
 from stackwars.profiling.result import Profile
+from stackwars.results.run import Run
+from stackwars.results.schema import CellSpec
+from stackwars.results.store import Store
 from stackwars.runner import plan
 from stackwars.runner.child import Listener
-from stackwars.runner.protocol import CellSpec
 
 
 def profile_cells(
@@ -40,3 +44,38 @@ def profile_cell(
     profiler's files in ``out_dir``); unsupported without a worker for a stack that has no
     profiler or is not installed."""
     return task.profile_stack(spec, options, out_dir, calls, on_progress)
+
+
+@dataclass(frozen=True)
+class ProfileAfterRun:
+    """``run --profile``, an after-run step (``service.execution.AfterRun``): each ok cell (of
+    ``stacks``; empty: every stack) profiled in a fresh worker after the run, each profile
+    stored with the run as it ends, the raw traces beside the store
+    (``stackwars-profiles/RUN``)."""
+
+    stacks: frozenset[str] = frozenset()
+    name: str = "profile"
+
+    @classmethod
+    def of(cls, text: str) -> ProfileAfterRun:
+        """``--profile``'s value: a comma list of stacks, or '*' (every stack); bad names are
+        refused before anything runs."""
+        if text == "*":
+            return cls()
+        return cls(frozenset(str(stack) for stack in parse_stacks(text)))
+
+    def findings(
+        self, record: Run, options: RunOptions, files: Path, on_progress: Callable[[str], None]
+    ) -> Iterator[Profile]:
+        root = files / "stackwars-profiles" / record.id
+        yield from task.profile_run(
+            record,
+            options,
+            root,
+            stacks=self.stacks,
+            on_progress=lambda label, text: on_progress(f"{label}: {text}"),
+        )
+
+    def keep(self, results: Store, record: Run, finding: Profile) -> None:
+        results.add_profile(record, finding.to_dict())
+        record.profiles.append(finding.to_dict())

@@ -6,18 +6,17 @@ from __future__ import annotations
 import dataclasses
 import re
 import tempfile
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 from stackwars.config import RunOptions
 from stackwars.profiling.capture import no_profiler_reason, profiler
 from stackwars.profiling.result import Profile
-from stackwars.results import store
 from stackwars.results.run import Run
+from stackwars.results.schema import CellKey, CellSpec
 from stackwars.runner import session
 from stackwars.runner.child import Limits, Listener, run_child
 from stackwars.runner.environments import interpreter_for, stack_problem
-from stackwars.runner.protocol import CellSpec
 from stackwars.timing.timer import TimingConfig
 
 WORKER = "stackwars.instruments.profile.worker"
@@ -70,32 +69,27 @@ def profile_folder(spec: CellSpec) -> str:
 def profile_run(
     record: Run,
     options: RunOptions,
-    results: store.Store,
     root: Path,
     *,
     stacks: Collection[str] = (),
     on_progress: Callable[[str, str], None] | None = None,
-) -> list[Profile]:
+) -> Iterator[Profile]:
     """Profile a run's ok cells (once per cell; ``stacks``: only theirs), each in a fresh
     profile worker after every timed cell has ended, so that no timed number changes; each
-    profile is stored with the run as it ends, its raw trace under ``root``. The unprofiled
-    steady state is timed again in the profile worker within PROFILE_BUDGET_S."""
+    profile yielded as it ends (the profile instrument's service stores it with the run), its
+    raw trace under ``root``. The unprofiled steady state is timed again in the profile
+    worker within PROFILE_BUDGET_S."""
     budget = TimingConfig(steady_budget_s=PROFILE_BUDGET_S, warmup_budget_s=2 * PROFILE_BUDGET_S)
     profiling = dataclasses.replace(options, timing=budget)
-    seen: set[tuple[str, str, str, str, bool]] = set()
-    profiles = []
+    seen: set[CellKey] = set()
     for cell in record.cells:
         if cell.status != "ok" or cell.key() in seen or (stacks and cell.stack not in stacks):
             continue
         seen.add(cell.key())
-        spec = CellSpec(cell.workload, cell.params, cell.stack, cell.device, cell.to_host)
+        spec = cell.spec()
 
         def progress(text: str, label: str = spec.label()) -> None:
             if on_progress is not None:
                 on_progress(label, text)
 
-        found = profile_stack(spec, profiling, root / profile_folder(spec), PROFILE_CALLS, progress)
-        results.add_profile(record, found.to_dict())
-        record.profiles.append(found.to_dict())
-        profiles.append(found)
-    return profiles
+        yield profile_stack(spec, profiling, root / profile_folder(spec), PROFILE_CALLS, progress)

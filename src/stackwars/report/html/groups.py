@@ -11,7 +11,7 @@ from stackwars.report.table import Table, build_tables, stack_label
 from stackwars.results.compile import Estimate
 from stackwars.results.crossover import Sweep, crossovers
 from stackwars.results.peak import Peak
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellKey
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def build_groups(
     """One group per (workload, parameters, device), anchors numbered from ``start``; the
     baseline stack first when given (the table's speed-up column is against its first row
     that has a median)."""
-    keyed: dict[tuple[str, str, str], dict[tuple[str, str, str, str, bool], Cell]] = {}
+    keyed: dict[tuple[str, str, str], dict[CellKey, Cell]] = {}
     for cell in cells:
         workload, params, _stack, device, _to_host = key = cell.key()
         keyed.setdefault((workload, params, device), {})[key] = cell
