@@ -28,7 +28,8 @@ from stackwars.frameworks.base import RunSettings
 from stackwars.results import schema
 from stackwars.results.peak import Peak, save_peak
 from stackwars.results.run import Run, now
-from stackwars.runner.protocol import CellSpec, Request
+from stackwars.results.schema import CellSpec
+from stackwars.runner.protocol import Request
 from stackwars.runner.worker import CellRun
 from stackwars.service import api
 from stackwars.timing.timer import TimingConfig
