@@ -5,7 +5,9 @@
 after that, in this order, so that no caller has to assemble it:
 
 1. the cells: at ``--repeat auto`` a pilot first (not stored) plans each cell's workers, and
-   rounds add them (``adaptive.pilot_then_grow``); otherwise each planned cell once;
+   rounds add them (``adaptive.pilot_then_grow``); for a question (the claims' undecided
+   cells) rounds of the cells it still wants (``adaptive.grow``); otherwise each planned
+   cell once;
 2. at one worker a cell, the second look (``adaptive.second_look``): a second worker of the
    cheapest ok cells, its verdict kept in their settings;
 3. the after-run steps asked for (:class:`AfterRun`: IR capture, profiling), each after every
@@ -37,14 +39,15 @@ from stackwars.timing.compare import MIN_WORKERS
 
 @dataclass(frozen=True)
 class Sampling:
-    """What a run measures beyond one worker of each planned cell: ``auto`` (``--repeat
-    auto``'s pilot and added rounds, within ``limits``) and ``second_look_s`` (at
-    one worker a cell, the seconds a second worker of the cheapest ok cells may take; 0:
-    none)."""
+    """What a run measures beyond its plan: ``auto`` (``--repeat auto``'s pilot and added
+    rounds, within ``limits``), ``question`` (rounds of the cells it still wants after each
+    round, within ``limits``: the claims' undecided cells) and ``second_look_s`` (at one
+    worker a cell, the seconds a second worker of the cheapest ok cells may take; 0: none)."""
 
     auto: bool = False
     second_look_s: float = 0.0
     limits: adaptive.Adaptive = field(default_factory=adaptive.Adaptive)
+    question: adaptive.Wanting | None = None
 
     def __post_init__(self) -> None:
         if self.second_look_s < 0:
@@ -139,6 +142,11 @@ def execute_run(
                 on_round=on_round,
             )  # fmt: skip
             writer.annotated(record, piloted)
+        elif sampling.question is not None:
+            record = adaptive.grow(
+                planned, execute, sampling.question, settings=sampling.limits, clock=clock,
+                on_round=on_round,
+            )  # fmt: skip
         else:
             record = execute(planned)
         if sampling.second_look_s > 0:

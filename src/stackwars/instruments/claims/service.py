@@ -44,7 +44,7 @@ from stackwars.results.schema import Cell, CellKey, CellSpec
 from stackwars.results.store import Store
 from stackwars.runner import plan
 from stackwars.runner.session import Reporter
-from stackwars.service import adaptive, api
+from stackwars.service import adaptive, api, execution
 from stackwars.suites import Suite
 from stackwars.timing.compare import DEFAULT_ALPHA, Samples
 
@@ -167,20 +167,17 @@ def measure(
     clock: Callable[[], float] = time.monotonic,
     on_round: Callable[[Sequence[str]], None] = lambda stacks: None,
 ) -> Run:
-    """Run the planned cells (each stored as it ends), like any run; with ``settings``
-    (``--repeat auto``), then add workers to the cells of undecided claims (adaptive.py),
-    telling ``on_round`` the stacks of each added round."""
-    if settings is None:
-        return api.execute(prepared.planned, results, reporter)
-    wanting = undecided_cells(prepared, settings)
-    return adaptive.grow(
-        prepared.planned,
-        lambda planned: api.execute(planned, results, reporter),
-        wanting,
-        settings=settings,
-        clock=clock,
-        on_round=on_round,
+    """Run the planned cells (each stored as it ends) through the service's one path for a
+    run; with ``settings`` (``--repeat auto``), then add workers to the cells of undecided
+    claims (adaptive.py), telling ``on_round`` the stacks of each added round."""
+    sampling = execution.Sampling()
+    if settings is not None:
+        question = undecided_cells(prepared, settings)
+        sampling = execution.Sampling(limits=settings, question=question)
+    executed = execution.execute_run(
+        prepared.planned, results, reporter, sampling=sampling, on_round=on_round, clock=clock
     )
+    return executed.record
 
 
 def undecided_cells(prepared: ClaimCheck, settings: adaptive.Adaptive) -> adaptive.Wanting:
