@@ -379,6 +379,8 @@ def test_no_command_imports_another() -> None:
 # core's runner/*task*.py and *worker.py) only through a service, which takes typed options and
 # returns data: the command parses and prints.
 STARTS_PROCESSES = re.compile(r"(?:^|_)(?:task|tasks|worker|predict)$")
+
+
 def is_command(path: Path) -> bool:
     return unit(path) == ("", "commands") or (bool(unit(path)[0]) and unit(path)[1] == "command")
 
