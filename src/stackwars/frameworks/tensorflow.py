@@ -133,6 +133,7 @@ class TensorflowFramework(Framework):
         self._first: tuple[str, float] | None = None
         self._tpu_error: str | None = None  # why the TPU system did not start, once tried
         self._fraction_note: str | None = None  # why a --memory-fraction was not applied
+        self._allocator_stats = False  # whether the device's allocator keeps statistics
 
     def environment(self, settings: RunSettings) -> dict[str, str]:
         if not settings.cache_dir:
@@ -191,8 +192,22 @@ class TensorflowFramework(Framework):
         self._kind = kind
         gpus = tf.config.list_logical_devices("GPU")
         self._default_device = (gpus or tf.config.list_logical_devices("CPU"))[0].name
-        tf.config.experimental.reset_memory_stats(self._device)
-        return {"device": self._device}
+        return {"device": self._device, "allocator_stats": self._reset_allocator_stats()}
+
+    def _reset_allocator_stats(self) -> str:
+        """Zero the device allocator's peak; what its statistics are. TensorFlow's CPU
+        allocator keeps none unless it is its BFC allocator, which it picks itself by CPU (on
+        an AMD EPYC without AVX-512, 2026-11-28, it did not): the cell then has no device
+        peak, rather than an error, and the allocator being measured is left as chosen."""
+        import tensorflow as tf
+
+        try:
+            tf.config.experimental.reset_memory_stats(self._device)
+        except ValueError as error:
+            self._allocator_stats = False
+            return f"unavailable: {error}"
+        self._allocator_stats = True
+        return "kept"
 
     def _initialize_tpu(self) -> None:
         """Start TensorFlow's TPU system as its TPU guide does (a cluster resolver for the
@@ -326,6 +341,8 @@ class TensorflowFramework(Framework):
     def device_memory_stats(self) -> dict[str, Any] | None:
         import tensorflow as tf
 
+        if not self._allocator_stats:
+            return None
         info = tf.config.experimental.get_memory_info(self._device)
         return {"current": info["current"], "peak": info["peak"]}
 
