@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
 import textwrap
 from pathlib import Path
 
@@ -33,7 +32,9 @@ from stackwars.instruments.claims.verdict import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,
+    INSTRUMENT,
     NOT_CHECKABLE,
+    RESULT_FORMAT,
     ClaimResult,
     judge_count,
     judge_crossover,
@@ -46,7 +47,7 @@ from stackwars.report.html.markdown import render_markdown
 from stackwars.report.html.page import render_html
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Steady, Times
-from stackwars.results.store import STORE_VERSION, Store
+from stackwars.results.store import Store
 from stackwars.service import api
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
@@ -449,27 +450,10 @@ def test_claims_are_stored_with_the_run_and_read_back(tmp_path: Path) -> None:
     results = Store(tmp_path / "s.sqlite")
     run = hostile_run()
     results.begin_run(run)
-    results.add_claim(run, run.claims[0])
+    results.add_data(run, INSTRUMENT, RESULT_FORMAT, run.claims[0])
     results.finish_run(run)
     assert results.load_run("r1").claims == run.claims
     assert Run.from_dict(json.loads(json.dumps(run.to_dict()))).claims == run.claims
-
-
-def test_a_version_4_store_gains_the_claims_table(tmp_path: Path) -> None:
-    path = tmp_path / "old.sqlite"
-    Store(path)
-    with sqlite3.connect(path) as db:
-        db.execute("DROP TABLE claims")
-        db.execute("DROP TABLE profiles")  # version 6's
-        db.execute("UPDATE meta SET value = '4' WHERE key = 'store_version'")
-    run = hostile_run()
-    results = Store(path)
-    results.begin_run(run)
-    results.add_claim(run, run.claims[0])
-    with sqlite3.connect(path) as db:
-        version = db.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
-    assert int(version[0]) == STORE_VERSION == 6
-    assert len(results.load_run("r1").claims) == 1
 
 
 def test_the_report_shows_claims_and_escapes_every_string() -> None:

@@ -170,7 +170,8 @@ def test_a_run_in_memory_and_a_behave_run_match_the_schema() -> None:
     cell.steady = schema.Steady(median_s=1e-3, samples_s=[1e-3, float("nan")], blocks=2)
     run = Run("r", now(), {}, {}, ["stackwars"], status="complete", cells=[cell])
     jsonschema.validate(json.loads(_written(run)), RUN_SCHEMA)
-    behave = Run("b", now(), {}, {}, [], kind="behave", outcomes=[{"probe": "p", "stack": "s"}])
+    behave = Run("b", now(), {}, {}, [], kind="behave")
+    behave.outcomes = [{"probe": "p", "stack": "s"}]
     behave.outcomes[0].update(outcome="works", detail="", compiles=1, calls=[[1e-3, 1]])
     jsonschema.validate(json.loads(_written(behave)), RUN_SCHEMA)
     from stackwars.profiling.result import AddsUp, OpRow, Profile
@@ -182,6 +183,9 @@ def test_a_run_in_memory_and_a_behave_run_match_the_schema() -> None:
     jsonschema.validate(json.loads(_written(run)), RUN_SCHEMA)
     (read,) = Run.from_dict(json.loads(_written(run))).profiles
     assert Profile.from_dict(read) == profile
+    run.keep("energy", 2, {"joules": 1.5})  # an instrument of its own, in a format of its own
+    jsonschema.validate(json.loads(_written(run)), RUN_SCHEMA)
+    assert Run.from_dict(json.loads(_written(run))).kept["energy"] == run.kept["energy"]
     without_cells = {"schema_version": 2, "run": {"id": "r", "started": now(), "status": "ok"}}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(without_cells, RUN_SCHEMA)

@@ -4,14 +4,13 @@ run (store, run JSON, export and import) and the raw traces beside the store."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stackwars.cli import main
-from stackwars.profiling.result import Profile
+from stackwars.profiling.result import PROFILE_FORMAT, Profile
 from stackwars.results import store
 from stackwars.results.run import Run, now
 from stackwars.results.schema import Cell
@@ -30,7 +29,7 @@ def test_profiles_are_stored_with_the_run_and_travel_with_its_file(tmp_path: Pat
     results.begin_run(run)
     results.add_cell(run, run.cells[0])
     for stack in ("jax:jit", "torch:eager"):
-        results.add_profile(run, _profile(stack).to_dict())
+        results.add_data(run, "profile", PROFILE_FORMAT, _profile(stack).to_dict())
     results.finish_run(run)
     loaded = results.load_run("r1")
     assert [Profile.from_dict(p) for p in loaded.profiles] == [
@@ -41,22 +40,6 @@ def test_profiles_are_stored_with_the_run_and_travel_with_its_file(tmp_path: Pat
     other = str(tmp_path / "other.sqlite")
     assert main(["import", str(tmp_path / "r1.json"), "--db", other]) == 0
     assert store.Store(Path(other)).load_run("r1").profiles == loaded.profiles
-
-
-def test_a_version_5_store_gains_the_profiles_table(tmp_path: Path) -> None:
-    path = tmp_path / "old.sqlite"
-    store.Store(path)
-    with sqlite3.connect(path) as db:
-        db.execute("DROP TABLE profiles")
-        db.execute("UPDATE meta SET value = '5' WHERE key = 'store_version'")
-    results = store.Store(path)
-    run = Run("r1", now(), {}, {}, ["stackwars"])
-    results.begin_run(run)
-    results.add_profile(run, _profile("jax:jit").to_dict())
-    with sqlite3.connect(path) as db:
-        version = db.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
-    assert int(version[0]) == store.STORE_VERSION == 6
-    assert len(results.load_run("r1").profiles) == 1
 
 
 @pytest.mark.slow

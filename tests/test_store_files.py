@@ -101,7 +101,7 @@ def make_store_v6(path: str) -> None:
     from stackwars.results.run import Run
     from stackwars.results.store import Store
 
-    results = Store(Path(path))
+    results: Any = Store(Path(path))  # version 6's methods, gone since
     timing = Run(TIMING_RUN, STARTED, {}, {}, ["stackwars", "claims"], status="running")
     results.begin_run(timing)
     for cell in v6_cells():
@@ -144,3 +144,22 @@ def test_a_version_6_store_reads_back_everything_it_holds(tmp_path: Path) -> Non
     }
     behave = results.load_run(BEHAVE_RUN)
     assert behave.kind == "behave" and behave.outcomes == v6_outcomes()
+
+
+def test_opening_a_version_6_store_moves_its_tables_into_instrument_data(tmp_path: Path) -> None:
+    import sqlite3
+
+    from stackwars.results.store import STORE_VERSION, Store
+
+    path = _copy(tmp_path, V6)
+    results = Store(path)
+    with sqlite3.connect(path) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        (version,) = db.execute("SELECT value FROM meta WHERE key = 'store_version'").fetchone()
+    assert int(version) == STORE_VERSION == 7
+    assert not tables & {"captures", "outcomes", "claims", "profiles"}
+    assert [entry.payload for entry in results.data_of(TIMING_RUN, "claims")] == v6_claims()
+    assert {entry.format_version for entry in results.data_of(TIMING_RUN, "profile")} == {1}
+    counts = {header["id"]: counted for header, counted in results.summaries()}
+    assert counts[BEHAVE_RUN] == {"works": 1, "retraced": 1}
+    assert counts[TIMING_RUN] == {"ok": 4}

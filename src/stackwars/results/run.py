@@ -55,6 +55,29 @@ def displayed_status(header: dict[str, Any]) -> str:
     return status
 
 
+@dataclass
+class Kept:
+    """What one instrument keeps with a run (the store's ``instrument_data``): its entries,
+    plain JSON payloads in the instrument's own format of version ``format_version``."""
+
+    format_version: int
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+
+# Instruments whose entries the run file holds under a key of their own, as it did before
+# instruments kept their data through one seam (store version 7): instrument -> key. Every
+# other instrument's are under "instruments": {name: {"format_version": n, "entries": [...]}}.
+LEGACY_KEYS = {"behave": "outcomes", "claims": "claims", "profile": "profiles"}
+
+
+def tally(payload: dict[str, Any]) -> str | None:
+    """What ``stackwars runs`` counts an entry of a run of an instrument's own kind (a behave
+    run: no cells) as: its payload's "outcome" without a trailing count ("retraced 2" and
+    "retraced 3" as "retraced"); None: not counted."""
+    outcome = payload.get("outcome")
+    return outcome.rstrip("0123456789 ") if isinstance(outcome, str) else None
+
+
 def new_run_id() -> str:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{uuid.uuid4().hex[:6]}"
@@ -75,13 +98,48 @@ class Run:
     owner: dict[str, Any] = field(default_factory=this_process)
     # label, hostname, machine fingerprint, git state (results.metadata.run_identity)
     identity: dict[str, Any] = field(default_factory=dict)
-    kind: str = "timing"  # or "behave": probe outcomes (results.behave.Outcome) instead of cells
-    outcomes: list[dict[str, Any]] = field(default_factory=list)
-    # Claims checked with the run (``stackwars claims``): claims.verdict.ClaimResult as dicts.
-    claims: list[dict[str, Any]] = field(default_factory=list)
-    # Per-operation profiles of the run's cells (``run --profile``), each in a profile worker
-    # after the timed cells: profiling.result.Profile as dicts.
-    profiles: list[dict[str, Any]] = field(default_factory=list)
+    # "timing" (cells) or an instrument's kind of run ("behave": probe outcomes, no cells)
+    kind: str = "timing"
+    # What each instrument keeps with the run, by instrument (its folder's name): claims
+    # checked, profiles, behave's outcomes, IR captures, ... (``keep``, ``entries``).
+    kept: dict[str, Kept] = field(default_factory=dict)
+
+    def keep(self, instrument: str, format_version: int, payload: dict[str, Any]) -> None:
+        """One entry ``instrument`` keeps with the run (in memory; the store's ``add_data``
+        stores it)."""
+        self.kept.setdefault(instrument, Kept(format_version)).entries.append(payload)
+
+    def entries(self, instrument: str) -> list[dict[str, Any]]:
+        """What ``instrument`` keeps with the run, in the order kept (empty: nothing)."""
+        kept = self.kept.get(instrument)
+        return kept.entries if kept else []
+
+    def _legacy(self, instrument: str) -> list[dict[str, Any]]:
+        return self.kept.setdefault(instrument, Kept(1)).entries
+
+    # The run's fields before the seam, kept for code and notebooks that read them.
+    @property
+    def outcomes(self) -> list[dict[str, Any]]:
+        """A behave run's outcomes (``instruments/behave/data.py``'s ``Outcome`` as dicts)."""
+        return self._legacy("behave")
+
+    @outcomes.setter
+    def outcomes(self, entries: list[dict[str, Any]]) -> None:
+        self._legacy("behave")[:] = entries
+
+    @property
+    def claims(self) -> list[dict[str, Any]]:
+        """Claims checked with the run (``instruments/claims/verdict.py``'s ``ClaimResult``)."""
+        return self._legacy("claims")
+
+    @property
+    def profiles(self) -> list[dict[str, Any]]:
+        """Profiles of the run's cells (``run --profile``: ``profiling.result.Profile``)."""
+        return self._legacy("profile")
+
+    @profiles.setter
+    def profiles(self, entries: list[dict[str, Any]]) -> None:
+        self._legacy("profile")[:] = entries
 
     def header(self) -> dict[str, Any]:
         return {
@@ -100,23 +158,26 @@ class Run:
         }
 
     def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "run": self.header()}
         if self.kind == "behave":
-            return {
-                "schema_version": SCHEMA_VERSION,
-                "run": self.header(),
-                "outcomes": self.outcomes,
-            }
-        data = {
-            "schema_version": SCHEMA_VERSION,
-            "run": self.header(),
-            "cells": [cell.to_dict() for cell in self.cells],
+            data["outcomes"] = self.entries("behave")
+        else:
+            data["cells"] = [cell.to_dict() for cell in self.cells]
             # Derived from the cells, for readers of the file; never read back.
-            "compile": summaries_as_data(compile_summaries(self.cells)),
-        }
-        if self.claims:
-            data["claims"] = self.claims
-        if self.profiles:
-            data["profiles"] = self.profiles
+            data["compile"] = summaries_as_data(compile_summaries(self.cells))
+        others: dict[str, Any] = {}
+        for instrument, kept in sorted(self.kept.items()):
+            if not kept.entries or (instrument == "behave" and self.kind == "behave"):
+                continue
+            if instrument in LEGACY_KEYS and kept.format_version == 1:
+                data[LEGACY_KEYS[instrument]] = kept.entries
+            else:
+                others[instrument] = {
+                    "format_version": kept.format_version,
+                    "entries": kept.entries,
+                }
+        if others:
+            data["instruments"] = others
         return data
 
     def write_json(self, path: Path) -> None:
@@ -139,7 +200,16 @@ class Run:
             identity=header.get("identity", {}),
             cells=[Cell.from_dict(cell) for cell in data.get("cells", [])],
             kind=header.get("kind", "timing"),
-            outcomes=list(data.get("outcomes", [])),
-            claims=list(data.get("claims", [])),
-            profiles=list(data.get("profiles", [])),
+            kept=_kept_from(data),
         )
+
+
+def _kept_from(data: dict[str, Any]) -> dict[str, Kept]:
+    kept = {
+        instrument: Kept(1, list(data[key]))
+        for instrument, key in LEGACY_KEYS.items()
+        if data.get(key)
+    }
+    for instrument, found in data.get("instruments", {}).items():
+        kept[instrument] = Kept(int(found["format_version"]), list(found["entries"]))
+    return kept

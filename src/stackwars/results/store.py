@@ -18,6 +18,13 @@ History of STORE_VERSION (the layout of the tables, apart from the JSON they hol
   after the cells.
 * 6 (2026-11-25): table profiles, each a cell of the run profiled after its timed cells
   (``run --profile``: ``profiling.result.Profile``), stored as each profile worker ends.
+* 7 (2026-11-28): table instrument_data, what every instrument keeps with a run, one row an
+  entry: the run, the instrument (its folder's name), the entry's place, the version of the
+  instrument's own format and its payload (JSON in that format), with an optional key (an entry
+  stored again under its key replaces the earlier one) and tally (what ``stackwars runs``
+  counts it as). The tables captures, outcomes, claims and profiles of versions 3-6 moved into
+  it (instruments ``ir``, ``behave``, ``claims``, ``profile``, each payload as that table's
+  JSON, format 1; a capture as its cell key, stage and text) and were dropped.
 """
 
 from __future__ import annotations
@@ -27,15 +34,16 @@ import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stackwars.errors import StoreError, UsageError
 from stackwars.results.jsonio import dump
-from stackwars.results.run import Run
+from stackwars.results.run import Kept, Run
 from stackwars.results.schema import Cell, CellKey
 
-STORE_VERSION = 6
+STORE_VERSION = 7
 DEFAULT_DB = "stackwars.sqlite"
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -53,27 +61,40 @@ CREATE TABLE IF NOT EXISTS cells (
     PRIMARY KEY (run_id, seq)
 );
 CREATE INDEX IF NOT EXISTS cells_by_workload ON cells (workload, stack);
-CREATE TABLE IF NOT EXISTS captures (
-    run_id TEXT NOT NULL REFERENCES runs(id), cell_key TEXT NOT NULL, stage TEXT NOT NULL,
-    text TEXT NOT NULL, PRIMARY KEY (run_id, cell_key, stage)
+CREATE TABLE IF NOT EXISTS instrument_data (
+    run_id TEXT NOT NULL REFERENCES runs(id), instrument TEXT NOT NULL, seq INTEGER NOT NULL,
+    format_version INTEGER NOT NULL, key TEXT, tally TEXT, payload TEXT NOT NULL,
+    PRIMARY KEY (run_id, instrument, seq)
 );
-CREATE TABLE IF NOT EXISTS outcomes (
-    run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, probe TEXT NOT NULL,
-    stack TEXT NOT NULL, outcome TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS claims (
-    run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, claim_id TEXT NOT NULL,
-    verdict TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS profiles (
-    run_id TEXT NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL, stack TEXT NOT NULL,
-    data TEXT NOT NULL, PRIMARY KEY (run_id, seq)
-);
+CREATE UNIQUE INDEX IF NOT EXISTS instrument_data_by_key
+    ON instrument_data (run_id, instrument, key);
 """
+
+
+_INSTRUMENT_DATA = _TABLES[_TABLES.index("CREATE TABLE IF NOT EXISTS instrument_data") :].strip()
+_INSTRUMENT_DATA = _INSTRUMENT_DATA.rstrip(";")
+# The IR of a run's cells (``run --capture-ir``): the capture is the core's (``ir/``,
+# ``runner/ir_task.py``), kept through the seam under this instrument's name.
+CAPTURES = "ir"
+CAPTURES_FORMAT = 1  # {"cell_key": key_text(cell key), "stage": ..., "text": ...}
 
 
 def key_text(key: CellKey) -> str:
     return json.dumps(key)
+
+
+def capture_key(cell_key: str, stage: str) -> str:
+    """A capture's key in instrument_data: a cell's stage captured again replaces it."""
+    return json.dumps([cell_key, stage])
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry an instrument keeps with a run: its payload in the instrument's format of
+    version ``format_version``."""
+
+    format_version: int
+    payload: dict[str, Any]
 
 
 def _migrate_1_to_2(db: sqlite3.Connection) -> None:
@@ -114,6 +135,36 @@ def _migrate_5_to_6(db: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_6_to_7(db: sqlite3.Connection) -> None:
+    for statement in _INSTRUMENT_DATA.split(";"):
+        db.execute(statement)
+    moved: dict[tuple[str, str], int] = {}
+
+    def add(run_id: str, instrument: str, payload: str, key: str | None, tally: str | None) -> None:
+        seq = moved.get((run_id, instrument), 0)
+        moved[(run_id, instrument)] = seq + 1
+        db.execute(
+            "INSERT INTO instrument_data VALUES (?, ?, ?, 1, ?, ?, ?)",
+            (run_id, instrument, seq, key, tally, payload),
+        )
+
+    for run_id, key, stage, text in db.execute(
+        "SELECT run_id, cell_key, stage, text FROM captures ORDER BY run_id, cell_key, stage"
+    ).fetchall():
+        payload = dump({"cell_key": key, "stage": stage, "text": text})
+        add(run_id, CAPTURES, payload, capture_key(key, stage), None)
+    for run_id, outcome, data in db.execute(
+        "SELECT run_id, outcome, data FROM outcomes ORDER BY run_id, seq"
+    ).fetchall():
+        add(run_id, "behave", data, None, outcome.rstrip("0123456789 "))
+    for run_id, data in db.execute("SELECT run_id, data FROM claims ORDER BY run_id, seq"):
+        add(run_id, "claims", data, None, None)
+    for run_id, data in db.execute("SELECT run_id, data FROM profiles ORDER BY run_id, seq"):
+        add(run_id, "profile", data, None, None)
+    for table in ("captures", "outcomes", "claims", "profiles"):
+        db.execute(f"DROP TABLE {table}")
+
+
 # Version n -> n + 1, applied in order to an older store when it is opened.
 _MIGRATIONS = {
     1: _migrate_1_to_2,
@@ -121,6 +172,7 @@ _MIGRATIONS = {
     3: _migrate_3_to_4,
     4: _migrate_4_to_5,
     5: _migrate_5_to_6,
+    6: _migrate_6_to_7,
 }
 
 
@@ -251,39 +303,46 @@ class Store:
                 (dump(cell.to_dict()), run.id, run.id, key_text(cell.key())),
             )
 
-    def add_outcome(self, run: Run, outcome: dict[str, Any]) -> None:
-        """One probe's outcome on one stack (``stackwars behave``), stored as it ends."""
+    def add_data(
+        self,
+        run: Run,
+        instrument: str,
+        format_version: int,
+        payload: dict[str, Any],
+        *,
+        key: str | None = None,
+        tally: str | None = None,
+    ) -> None:
+        """One entry ``instrument`` keeps with ``run`` (the seam every instrument stores
+        through): ``payload`` in the instrument's own format of version ``format_version``,
+        stored after the instrument's earlier entries of the run; under ``key`` it replaces
+        the entry of that key; ``tally``: what ``stackwars runs`` counts it as (none: not
+        counted)."""
         with self._connect() as db:
-            seq = db.execute("SELECT COUNT(*) FROM outcomes WHERE run_id = ?", (run.id,)).fetchone()
+            if key is not None:
+                db.execute(
+                    "DELETE FROM instrument_data WHERE run_id = ? AND instrument = ? AND key = ?",
+                    (run.id, instrument, key),
+                )
+            seq = db.execute(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM instrument_data WHERE run_id = ? AND "
+                "instrument = ?",
+                (run.id, instrument),
+            ).fetchone()
             db.execute(
-                "INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    run.id,
-                    seq[0],
-                    outcome["probe"],
-                    outcome["stack"],
-                    outcome["outcome"],
-                    dump(outcome),
-                ),
+                "INSERT INTO instrument_data VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (run.id, instrument, seq[0], format_version, key, tally, dump(payload)),
             )
 
-    def add_claim(self, run: Run, claim: dict[str, Any]) -> None:
-        """One claim checked with the run (``ClaimResult.to_dict()``), stored as it is judged."""
+    def data_of(self, run_id: str, instrument: str) -> list[Entry]:
+        """What ``instrument`` kept with a run (an id or ``latest``), in the order stored."""
         with self._connect() as db:
-            seq = db.execute("SELECT COUNT(*) FROM claims WHERE run_id = ?", (run.id,)).fetchone()
-            db.execute(
-                "INSERT INTO claims VALUES (?, ?, ?, ?, ?)",
-                (run.id, seq[0], claim["id"], claim["verdict"], dump(claim)),
-            )
-
-    def add_profile(self, run: Run, profile: dict[str, Any]) -> None:
-        """One cell's profile (``Profile.to_dict()``), stored as its profile worker ends."""
-        with self._connect() as db:
-            seq = db.execute("SELECT COUNT(*) FROM profiles WHERE run_id = ?", (run.id,)).fetchone()
-            db.execute(
-                "INSERT INTO profiles VALUES (?, ?, ?, ?)",
-                (run.id, seq[0], profile["stack"], dump(profile)),
-            )
+            rows = db.execute(
+                "SELECT format_version, payload FROM instrument_data WHERE run_id = ? AND "
+                "instrument = ? ORDER BY seq",
+                (self.resolve(run_id), instrument),
+            ).fetchall()
+        return [Entry(version, json.loads(payload)) for version, payload in rows]
 
     def finish_run(self, run: Run) -> None:
         with self._connect() as db:
@@ -313,12 +372,11 @@ class Store:
             counts = db.execute(
                 "SELECT run_id, status, COUNT(*) FROM cells GROUP BY run_id, status"
             ).fetchall()
-            # A behave run counts its outcomes ("retraced 2" and "retraced 3" as "retraced").
-            outcomes = db.execute(
-                "SELECT run_id, outcome, COUNT(*) FROM outcomes GROUP BY run_id, outcome"
+            # What instruments keep counts by its tally (a behave run's outcomes by kind).
+            counts += db.execute(
+                "SELECT run_id, tally, COUNT(*) FROM instrument_data WHERE tally IS NOT NULL "
+                "GROUP BY run_id, tally"
             ).fetchall()
-        for run_id, outcome, count in outcomes:
-            counts.append((run_id, outcome.rstrip("0123456789 "), count))
         by_run: dict[str, dict[str, int]] = {}
         for run_id, status, count in counts:
             run_counts = by_run.setdefault(run_id, {})
@@ -346,23 +404,12 @@ class Store:
             rows = db.execute("SELECT id, header FROM runs").fetchall()
         return {run_id: json.loads(header).get("identity", {}) for run_id, header in rows}
 
-    def add_captures(self, run: Run, cell: Cell, stages: dict[str, str]) -> None:
-        with self._connect() as db:
-            db.executemany(
-                "INSERT OR REPLACE INTO captures VALUES (?, ?, ?, ?)",
-                [(run.id, key_text(cell.key()), stage, text) for stage, text in stages.items()],
-            )
-
     def captures(self, run_id: str) -> dict[str, dict[str, str]]:
         """Stored IR of a run: cell key (as JSON text) -> stage -> text."""
-        with self._connect() as db:
-            rows = db.execute(
-                "SELECT cell_key, stage, text FROM captures WHERE run_id = ? ORDER BY cell_key",
-                (self.resolve(run_id),),
-            ).fetchall()
         found: dict[str, dict[str, str]] = {}
-        for key, stage, text in rows:
-            found.setdefault(key, {})[stage] = text
+        for entry in sorted(self.data_of(run_id, CAPTURES), key=lambda e: e.payload["cell_key"]):
+            capture = entry.payload
+            found.setdefault(capture["cell_key"], {})[capture["stage"]] = capture["text"]
         return found
 
     def finished_keys(self, run_id: str) -> set[str]:
@@ -379,21 +426,14 @@ class Store:
             cells = db.execute(
                 "SELECT data FROM cells WHERE run_id = ? ORDER BY seq", (run_id,)
             ).fetchall()
-            outcomes = db.execute(
-                "SELECT data FROM outcomes WHERE run_id = ? ORDER BY seq", (run_id,)
+            kept = db.execute(
+                "SELECT instrument, format_version, payload FROM instrument_data WHERE "
+                "run_id = ? ORDER BY instrument, seq",
+                (run_id,),
             ).fetchall()
-            claims = db.execute(
-                "SELECT data FROM claims WHERE run_id = ? ORDER BY seq", (run_id,)
-            ).fetchall()
-            profiles = db.execute(
-                "SELECT data FROM profiles WHERE run_id = ? ORDER BY seq", (run_id,)
-            ).fetchall()
-        return Run.from_dict(
-            {
-                "run": json.loads(row[0]),
-                "cells": [json.loads(c[0]) for c in cells],
-                "outcomes": [json.loads(o[0]) for o in outcomes],
-                "claims": [json.loads(c[0]) for c in claims],
-                "profiles": [json.loads(p[0]) for p in profiles],
-            }
+        record = Run.from_dict(
+            {"run": json.loads(row[0]), "cells": [json.loads(c[0]) for c in cells]}
         )
+        for instrument, version, payload in kept:
+            record.kept.setdefault(instrument, Kept(version)).entries.append(json.loads(payload))
+        return record

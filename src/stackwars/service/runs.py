@@ -9,7 +9,7 @@ from pathlib import Path
 
 from stackwars.errors import UsageError
 from stackwars.results import store
-from stackwars.results.run import Run
+from stackwars.results.run import Run, tally
 from stackwars.results.schema import SCHEMA_VERSION
 
 
@@ -55,11 +55,9 @@ def import_run(path: Path, db: str | None = None) -> Run:
     results.begin_run(record)
     for cell in record.cells:
         results.add_cell(record, cell)
-    for outcome in record.outcomes:
-        results.add_outcome(record, outcome)
-    for claim in record.claims:
-        results.add_claim(record, claim)
-    for profile in record.profiles:
-        results.add_profile(record, profile)
+    for instrument, kept in record.kept.items():
+        for payload in kept.entries:
+            counted = tally(payload) if record.kind == instrument else None
+            results.add_data(record, instrument, kept.format_version, payload, tally=counted)
     results.finish_run(record)
     return record

@@ -6,6 +6,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+# What the instrument keeps with a behave run (the store's instrument_data): each outcome as
+# ``dataclasses.asdict(Outcome)``, a payload of format OUTCOME_FORMAT. History: 1 (2026-11-23,
+# store version 4's outcomes table), the fields of Outcome.
+INSTRUMENT = "behave"
+OUTCOME_FORMAT = 1
+
 
 @dataclass(frozen=True)
 class Outcome:

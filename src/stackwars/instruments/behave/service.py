@@ -17,10 +17,10 @@ from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
 from stackwars.frameworks import default_stacks, parse_stacks
 from stackwars.instruments.behave import probes
-from stackwars.instruments.behave.data import Outcome
+from stackwars.instruments.behave.data import INSTRUMENT, OUTCOME_FORMAT, Outcome
 from stackwars.instruments.behave.task import ProbeTask
 from stackwars.results import metadata
-from stackwars.results.run import Run, new_run_id, now
+from stackwars.results.run import Run, new_run_id, now, tally
 from stackwars.results.store import Store
 from stackwars.runner.child import Limits
 from stackwars.runner.executors import LocalExecutor
@@ -131,8 +131,8 @@ def behave_run(
 
     def keep(outcome: Outcome) -> None:
         data = dataclasses.asdict(outcome)
-        record.outcomes.append(data)
-        results.add_outcome(record, data)
+        record.keep(INSTRUMENT, OUTCOME_FORMAT, data)
+        results.add_data(record, INSTRUMENT, OUTCOME_FORMAT, data, tally=tally(data))
         on_outcome(outcome)
 
     try:

@@ -24,7 +24,9 @@ from stackwars.instruments.claims.line import to_line
 from stackwars.instruments.claims.spec import COUNT, CROSSOVER, Claim, Side
 from stackwars.instruments.claims.verdict import (
     INCONCLUSIVE,
+    INSTRUMENT,
     NOT_CHECKABLE,
+    RESULT_FORMAT,
     ClaimResult,
     Judgement,
     judge_count,
@@ -219,8 +221,8 @@ def conclude(
     ]
     for result in judged:
         data = result.to_dict()
-        record.claims.append(data)
-        results.add_claim(record, data)
+        record.keep(INSTRUMENT, RESULT_FORMAT, data)
+        results.add_data(record, INSTRUMENT, RESULT_FORMAT, data)
     return judged
 
 

@@ -30,6 +30,12 @@ from stackwars.instruments.claims.spec import Relation
 from stackwars.timing.compare import DEFAULT_ALPHA, MIN_WORKERS, Comparison, Samples, compare
 from stackwars.timing.sample_size import MOST_WORKERS_ESTIMATED, workers_to_separate
 
+# What the instrument keeps with a run (the store's instrument_data): each claim judged,
+# ``ClaimResult.to_dict()``, a payload of format RESULT_FORMAT. History: 1 (2026-11-24, store
+# version 5's claims table), the fields of ClaimResult.
+INSTRUMENT = "claims"
+RESULT_FORMAT = 1
+
 HOLDS, FAILS, INCONCLUSIVE, NOT_CHECKABLE = "holds", "fails", "inconclusive", "not checkable here"
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_CHECKABLE)
 

@@ -15,7 +15,7 @@ from stackwars.frameworks import parse_stack, parse_stacks
 from stackwars.results.captures import RunCapture
 from stackwars.results.run import Run
 from stackwars.results.schema import CellSpec
-from stackwars.results.store import Store
+from stackwars.results.store import CAPTURES, CAPTURES_FORMAT, Store, capture_key, key_text
 from stackwars.runner import plan
 from stackwars.runner.ir_task import capture_run_ir
 from stackwars.service.choices import Selection
@@ -57,4 +57,8 @@ class CaptureAfterRun:
             yield capture
 
     def keep(self, results: Store, record: Run, finding: RunCapture) -> None:
-        results.add_captures(record, finding.cell, finding.texts)
+        cell_key = key_text(finding.cell.key())
+        for stage, text in finding.texts.items():
+            payload = {"cell_key": cell_key, "stage": stage, "text": text}
+            key = capture_key(cell_key, stage)
+            results.add_data(record, CAPTURES, CAPTURES_FORMAT, payload, key=key)

@@ -12,7 +12,8 @@ from stackwars.config import RunOptions
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stacks
 from stackwars.instruments.profile import task
-from stackwars.profiling.result import Profile
+from stackwars.instruments.profile.data import INSTRUMENT
+from stackwars.profiling.result import PROFILE_FORMAT, Profile
 from stackwars.results.run import Run
 from stackwars.results.schema import CellSpec
 from stackwars.results.store import Store
@@ -77,5 +78,5 @@ class ProfileAfterRun:
         )
 
     def keep(self, results: Store, record: Run, finding: Profile) -> None:
-        results.add_profile(record, finding.to_dict())
-        record.profiles.append(finding.to_dict())
+        record.keep(INSTRUMENT, PROFILE_FORMAT, finding.to_dict())
+        results.add_data(record, INSTRUMENT, PROFILE_FORMAT, finding.to_dict())
