@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import RenderableType
 from rich.table import Table as RichTable
 
+from stackwars.report.markdown_text import table_row
 from stackwars.report.table import format_bytes, format_seconds
 from stackwars.results.comparison import ComparisonRow, GateVerdict, geometric_mean_ratio
 from stackwars.results.verdict import COMPARISON_FORMAT, Verdict
@@ -134,7 +135,7 @@ def comparison_markdown(verdict: Verdict, title: str) -> str:
     lines = [*head, f"### {title}", "", "| " + " | ".join(HEADER) + " |"]
     lines.append("|" + " --- |" * len(HEADER))
     for row in rows:
-        lines.append("| " + " | ".join(text.replace("|", "\\|") for text in _texts(row)) + " |")
+        lines.append(table_row(_texts(row)))
     notes = comparison_notes(rows, verdict.decision)
     return "\n".join([*lines, "", *(f"- {note}" for note in notes)]).rstrip() + "\n"
 
