@@ -1,0 +1,69 @@
+"""Figures in the docs are rendered from stored data, never typed: every block a document
+holds between ``<!-- rendered: python SCRIPT ARGS -->`` and ``<!-- end rendered -->`` is what
+that script prints from the data it names, and this test renders each block again."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import runpy
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK = re.compile(
+    r"<!-- rendered: python (?P<command>[^\n]*?) -->\n(?P<body>.*?)<!-- end rendered -->\n", re.S
+)
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def blocks() -> list[tuple[str, str, str]]:
+    """(document, command, body) for every rendered block."""
+    found = []
+    for document in DOCUMENTS:
+        for match in BLOCK.finditer(document.read_text(encoding="utf-8")):
+            found.append((document.name, match["command"], match["body"]))
+    return found
+
+
+def render(command: str) -> str:
+    """What ``python SCRIPT ARGS`` prints, run here from the repository's root."""
+    script, *args = shlex.split(command)
+    out = io.StringIO()
+    argv = sys.argv
+    sys.argv = [script, *(str(ROOT / arg) if (ROOT / arg).exists() else arg for arg in args)]
+    try:
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(str(ROOT / script), run_name="__main__")
+    finally:
+        sys.argv = argv
+    return out.getvalue()
+
+
+def test_the_documents_hold_rendered_blocks() -> None:
+    assert any(document == "results.md" for document, _, _ in blocks())
+
+
+@pytest.mark.parametrize(("document", "command", "body"), blocks(), ids=lambda v: str(v)[:40])
+def test_each_rendered_block_is_what_its_data_renders(
+    document: str, command: str, body: str
+) -> None:
+    assert render(command) == body, f"{document}: render again with `python {command}`"
+
+
+def test_a_changed_stored_value_changes_the_rendering(tmp_path: Path) -> None:
+    visit = ROOT / "docs" / "data" / "gpu-visit-6"
+    copy = tmp_path / "visit"
+    shutil.copytree(visit, copy)
+    path = copy / "maxbatch-bert-torch.json"
+    run = json.loads(path.read_text(encoding="utf-8"))
+    run["cells"][0]["memory"]["device_peak_bytes"] += 2**30
+    path.write_text(json.dumps(run), encoding="utf-8")
+    original = render("benchmarks/gpu/render_visit.py docs/data/gpu-visit-6")
+    assert render(f"benchmarks/gpu/render_visit.py {copy}") != original
