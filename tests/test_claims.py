@@ -19,6 +19,7 @@ from stackwars.frameworks import FRAMEWORKS
 from stackwars.instruments.claims import service as claimcheck
 from stackwars.instruments.claims.files import builtin_sets, load_text
 from stackwars.instruments.claims.line import parse_line, to_line
+from stackwars.instruments.claims.render import claims_markdown, format_measured
 from stackwars.instruments.claims.spec import (
     COUNT,
     CROSSOVER,
@@ -41,7 +42,6 @@ from stackwars.instruments.claims.verdict import (
     judge_exact,
     judge_factor,
 )
-from stackwars.report.claims import claims_markdown, format_measured
 from stackwars.report.html.data import ReportInputs, build_report
 from stackwars.report.html.markdown import render_markdown
 from stackwars.report.html.page import render_html

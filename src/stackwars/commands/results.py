@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -16,21 +17,19 @@ from stackwars.commands.options import (
     add_verdict_options,
     gate_options,
 )
-from stackwars.instruments.behave.data import outcome_from_dict
-from stackwars.instruments.behave.render import behave_report
-from stackwars.report.claims import claim_results, claims_markdown, claims_table
 from stackwars.report.comparison import comparison_report
 from stackwars.report.console import report_console, warn
 from stackwars.report.crossover import sweep_table
 from stackwars.report.derived import derived_tables
 from stackwars.report.export import outcomes_csv, to_csv
+from stackwars.report.sections import InstrumentSection, discover
 from stackwars.report.signals import signals_table, speed_mode_table
 from stackwars.report.table import build_tables, failure_details, render_markdown, render_rich
 from stackwars.report.variants import variants_table
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.crossover import crossovers, find_sweeps
 from stackwars.results.jsonio import dump, write_atomically
-from stackwars.results.run import displayed_status
+from stackwars.results.run import Run, displayed_status
 from stackwars.results.schema import Cell
 from stackwars.results.variants import find_variants
 from stackwars.service import api
@@ -110,15 +109,28 @@ def _details(console: Console, cells: list[Cell]) -> None:
         console.print(details, markup=False, highlight=False)
 
 
+def _sections(
+    console: Console,
+    record: Run,
+    sections: Sequence[InstrumentSection],
+    details: bool,
+    plain: bool = False,
+) -> None:
+    """What each instrument shows of the run (report/sections.py), in the order found;
+    ``plain``: as text, neither highlighted nor wrapped."""
+    for shown in sections:
+        for part in shown.console(record, details):
+            console.print(part, highlight=False if plain else None, soft_wrap=plain)
+
+
 def show(args: argparse.Namespace, argv: list[str]) -> int:
     record = api.open_store(args.db, must_exist=True).load_run(args.run)
     console = report_console()
     status = displayed_status(record.header())
     console.print(f"run {record.id} ({status}), started {record.started}")
-    if record.kind == "behave":
-        outcomes = [outcome_from_dict(data) for data in record.outcomes]
-        for part in behave_report(outcomes, details=args.details):
-            console.print(part, highlight=False, soft_wrap=True)
+    sections = [shown for shown in discover() if record.kind in shown.kinds]
+    if record.kind != "timing":  # an instrument's own kind of run: no cells, its sections
+        _sections(console, record, sections, args.details, plain=True)
         return 0
     cells = merge_repeats(record.cells)
     peak, stale = api.usable_peak(record.machine, record.options.get("device", "cpu"))
@@ -138,12 +150,10 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
         console.print(sweep_table(sweep))
         for crossover in crossovers(sweep):
             console.print(f"crossover: {crossover.describe()}")
-    claims = [result for _, result in claim_results([record])]
-    if claims:
-        console.print(claims_table(claims, f"Claims checked in run {record.id}"))
+    _sections(console, record, sections, args.details)  # what instruments keep with it
     if args.markdown:
         markdown = render_markdown(tables) + derived_markdown
-        markdown += claims_markdown(claims) if claims else ""
+        markdown += "".join(shown.markdown(record) for shown in sections)
         Path(args.markdown).write_text(markdown, encoding="utf-8")
     if not args.baseline:
         return 0

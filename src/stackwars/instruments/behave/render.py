@@ -9,7 +9,9 @@ from rich.text import Text
 
 from stackwars.frameworks import all_stacks
 from stackwars.instruments.behave import probes
-from stackwars.instruments.behave.data import Outcome
+from stackwars.instruments.behave.data import INSTRUMENT, Outcome, outcome_from_dict
+from stackwars.report.sections import InstrumentSection
+from stackwars.results.run import Run
 
 # By the outcome's first word; anything else (retraced N, timeout, oom) is yellow.
 STYLES = {
@@ -63,3 +65,22 @@ def behave_details(outcomes: Sequence[Outcome]) -> list[Text]:
 def behave_report(outcomes: Sequence[Outcome], details: bool) -> list[Table | Text]:
     """The matrix, and with ``details`` one line per cell after it."""
     return [behave_matrix(outcomes), *(behave_details(outcomes) if details else [])]
+
+
+def _shown(run: Run, details: bool) -> list[Table | Text]:
+    outcomes = [outcome_from_dict(data) for data in run.entries(INSTRUMENT)]
+    return behave_report(outcomes, details)
+
+
+# What show prints of a behave run (report/sections.py finds it); the report needs timings.
+SECTIONS = (
+    InstrumentSection(
+        id="behave",
+        heading="How each stack behaves",
+        after="runs",
+        console=_shown,
+        report=lambda inputs: [],
+        empty="",
+        kinds=("behave",),
+    ),
+)

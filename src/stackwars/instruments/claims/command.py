@@ -12,9 +12,9 @@ from stackwars.commands.options import Subparsers, add_db
 from stackwars.instruments.claims import service as claimcheck
 from stackwars.instruments.claims.files import FORMAT_HELP
 from stackwars.instruments.claims.line import parse_line
+from stackwars.instruments.claims.render import claims_markdown, claims_table, verdict_counts
 from stackwars.instruments.claims.spec import Claim, with_overrides
 from stackwars.instruments.claims.verdict import FAILS
-from stackwars.report.claims import claims_markdown, claims_table, verdict_counts
 from stackwars.report.console import report_console, warn
 from stackwars.report.progress import Progress
 from stackwars.results.jsonio import write_atomically

@@ -11,13 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from stackwars.instruments.claims.verdict import ClaimResult
 from stackwars.profiling.result import Profile
-from stackwars.report.claims import claim_results
+from stackwars.report.html.blocks import Block
 from stackwars.report.html.explain import Explained, explained_groups
 from stackwars.report.html.groups import Group, SweepView, build_groups, sweep_view
 from stackwars.report.html.ir import IrCell, ir_cells
-from stackwars.report.html.profiles import ProfileView, profile_views
 from stackwars.report.html.provenance import (
     CompileView,
     Failure,
@@ -27,6 +25,7 @@ from stackwars.report.html.provenance import (
     manifest,
     warnings_of,
 )
+from stackwars.report.sections import discover
 from stackwars.report.table import status_counts
 from stackwars.results.aggregate import merge_repeats
 from stackwars.results.comparison import ComparisonRow
@@ -35,16 +34,15 @@ from stackwars.results.history import Point, series_by_params, with_steps
 from stackwars.results.peak import Peak
 from stackwars.results.run import Run, displayed_status
 
-# (id, heading): the report's sections in order; both renderers and the tests use these ids.
+# (id, heading): the core's sections in order; both renderers and the tests use these ids.
+# An instrument's sections (report/sections.py) follow the core's section they name.
 SECTIONS = (
     ("runs", "Runs"),
-    ("claims", "Claims checked"),
     ("workloads", "Steady time, first run and memory per workload"),
     ("compile", "What compiling buys"),
     ("sweeps", "Sweeps and crossovers"),
     ("warmup", "Warm-up: every run until steady state"),
     ("explain", "Explain signals: CPU, page faults, dispatch"),
-    ("profiles", "Where the time goes: per-operation profiles"),
     ("comparisons", "Comparisons between runs"),
     ("history", "History"),
     ("ir", "Compiler IR"),
@@ -96,6 +94,17 @@ class ReportInputs:
 
 
 @dataclass(frozen=True)
+class InstrumentBlocks:
+    """An instrument's section as the report shows it: its blocks, or why none (``empty``)."""
+
+    id: str
+    heading: str
+    after: str  # the core's section it follows
+    blocks: tuple[Block, ...]
+    empty: str
+
+
+@dataclass(frozen=True)
 class Report:
     title: str
     runs: tuple[RunSummary, ...]
@@ -110,8 +119,7 @@ class Report:
     warnings: tuple[tuple[str, str], ...]  # where, what
     failures: tuple[Failure, ...]
     several_runs: bool
-    claims: tuple[tuple[str, ClaimResult], ...] = ()  # (run id, claim) of every checked claim
-    profiles: tuple[ProfileView, ...] = ()
+    instruments: tuple[InstrumentBlocks, ...] = ()  # what each instrument shows of the runs
 
 
 def build_report(inputs: ReportInputs) -> Report:
@@ -142,8 +150,13 @@ def build_report(inputs: ReportInputs) -> Report:
         warnings=tuple(warnings_of(runs, merged, inputs.run_warnings)),
         failures=tuple(failures(runs, merged)),
         several_runs=several,
-        profiles=profile_views(runs, inputs.profile_files),
-        claims=tuple(claim_results(runs)),
+        instruments=tuple(
+            InstrumentBlocks(
+                shown.id, shown.heading, shown.after, tuple(shown.report(inputs)), shown.empty
+            )
+            for shown in discover()
+            if "timing" in shown.kinds
+        ),
     )
 
 

@@ -5,22 +5,31 @@ formats say the same thing. Strings here are raw: each renderer escapes them its
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from stackwars.instruments.claims.verdict import FAILS
-from stackwars.report.claims import COLUMNS as CLAIM_COLUMNS
-from stackwars.report.claims import claim_rows, verdict_counts
 from stackwars.report.comparison import comparison_notes, measured_texts
 from stackwars.report.glyphs import TIMES
 from stackwars.report.history import history_note, point_texts
-from stackwars.report.html.data import SECTIONS, ComparisonView, HistoryView, Report
+from stackwars.report.html.blocks import (
+    Block,
+    Bullets,
+    FigureRef,
+    Folded,
+    Heading,
+    Paragraph,
+    Section,
+    TableBlock,
+)
+from stackwars.report.html.data import (
+    SECTIONS,
+    ComparisonView,
+    HistoryView,
+    InstrumentBlocks,
+    Report,
+)
 from stackwars.report.html.explain import EXPLAIN_MIN_SPREAD, Explained
 from stackwars.report.html.explain import NOTE as EXPLAIN_NOTE
 from stackwars.report.html.groups import Group, SweepView
 from stackwars.report.html.ir import DIFF_STAGE, IrCell
-from stackwars.report.html.profiles import EMPTY as PROFILES_EMPTY
 from stackwars.report.html.provenance import MANIFEST_COLUMNS, RunManifest
-from stackwars.report.profile import ADDS_UP_CAPTION, OPERATION_COLUMNS
 from stackwars.report.table import format_seconds
 from stackwars.results.comparison import ComparisonRow
 
@@ -30,65 +39,14 @@ MANIFEST_NOTE = (
 )
 
 
-@dataclass(frozen=True)
-class Heading:
-    text: str
-    anchor: str = ""
-
-
-@dataclass(frozen=True)
-class Paragraph:
-    text: str
-    kind: str = "note"  # note, warning, empty (a section with nothing to show, and why)
-
-
-@dataclass(frozen=True)
-class FigureRef:
-    name: str  # the key of plots.draw_figures' answer
-    alt: str
-
-
-@dataclass(frozen=True)
-class TableBlock:
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    failed: frozenset[int] = frozenset()  # rows to mark as failures
-    wide: frozenset[int] = frozenset()  # columns of long text (reasons, settings)
-
-
-@dataclass(frozen=True)
-class Bullets:
-    items: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Folded:
-    """Blocks a reader opens when wanted (HTML ``<details>``)."""
-
-    summary: str
-    blocks: tuple[Block, ...]
-
-
-Block = Heading | Paragraph | FigureRef | TableBlock | Bullets | Folded
-
-
-@dataclass(frozen=True)
-class Section:
-    id: str
-    heading: str
-    blocks: tuple[Block, ...] = field(default_factory=tuple)
-
-
 def layout(report: Report) -> list[Section]:
     builders = {
         "runs": _runs,
-        "claims": _claims,
         "workloads": _workloads,
         "compile": _compile,
         "sweeps": _sweeps,
         "warmup": _warmup,
         "explain": _explain,
-        "profiles": _profiles,
         "comparisons": _comparisons,
         "history": _history,
         "ir": _ir,
@@ -96,7 +54,21 @@ def layout(report: Report) -> list[Section]:
         "warnings": _warnings,
         "status": _status,
     }
-    return [Section(id, heading, tuple(builders[id](report))) for id, heading in SECTIONS]
+    sections: list[Section] = []
+    placed: set[str] = set()
+    for id, heading in SECTIONS:
+        sections.append(Section(id, heading, tuple(builders[id](report))))
+        for shown in report.instruments:
+            if shown.after == id:
+                sections.append(_instrument(shown))
+                placed.add(shown.id)
+    sections += [_instrument(shown) for shown in report.instruments if shown.id not in placed]
+    return sections
+
+
+def _instrument(shown: InstrumentBlocks) -> Section:
+    """An instrument's section (``report/sections.py``), or why it has nothing to show."""
+    return Section(shown.id, shown.heading, shown.blocks or tuple(_empty(shown.empty)))
 
 
 def _empty(text: str) -> list[Block]:
@@ -109,26 +81,6 @@ def _runs(report: Report) -> list[Block]:
         (r.id, r.started, r.status, r.label, r.machine, r.counts, r.command) for r in report.runs
     )
     return [TableBlock(columns, rows, wide=frozenset({6}))]
-
-
-def _claims(report: Report) -> list[Block]:
-    if not report.claims:
-        return _empty(
-            "no claim was checked in these runs ('stackwars claims --builtin' checks the seeds' "
-            "claims and stores them with its run)"
-        )
-    results = [result for _, result in report.claims]
-    columns, rows = CLAIM_COLUMNS, claim_rows(results)
-    if report.several_runs:
-        columns = ("Run", *columns)
-        rows = [(run_id, *row) for (run_id, _), row in zip(report.claims, rows, strict=True)]
-    failed = frozenset(i for i, result in enumerate(results) if result.verdict == FAILS)
-    offset = len(columns) - len(CLAIM_COLUMNS)  # the statement, why, quote and note are long
-    wide = frozenset(offset + index for index in (1, 4, 5, 6))
-    return [
-        Paragraph(f"Verdicts: {verdict_counts(results)}."),
-        TableBlock(columns, tuple(rows), failed, wide),
-    ]
 
 
 def _workloads(report: Report) -> list[Block]:
@@ -258,20 +210,6 @@ def _explained(explained: Explained) -> list[Block]:
         FigureRef(explained.anchor, f"time, CPU, page faults and dispatch for {explained.title}"),
         TableBlock(columns, rows),
     ]
-
-
-def _profiles(report: Report) -> list[Block]:
-    if not report.profiles:
-        return _empty(PROFILES_EMPTY)
-    blocks: list[Block] = [Paragraph(ADDS_UP_CAPTION)]
-    for view in report.profiles:
-        blocks += [Heading(view.title, view.anchor), TableBlock(view.columns, view.rows)]
-        blocks += [
-            Folded(title, (TableBlock(OPERATION_COLUMNS, rows, wide=frozenset({0, 6})),))
-            for title, rows in view.operations
-        ]
-        blocks += [Paragraph(note) for note in view.notes]
-    return blocks
 
 
 def _comparisons(report: Report) -> list[Block]:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
-from stackwars.report.html.data import Report
-from stackwars.report.html.layout import (
+from stackwars.report.html.blocks import (
     Block,
     Bullets,
     FigureRef,
@@ -15,8 +14,9 @@ from stackwars.report.html.layout import (
     Heading,
     Paragraph,
     TableBlock,
-    layout,
 )
+from stackwars.report.html.data import Report
+from stackwars.report.html.layout import layout
 from stackwars.report.markdown_text import escape, table_row
 
 

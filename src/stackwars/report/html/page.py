@@ -11,8 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
-from stackwars.report.html.data import Report
-from stackwars.report.html.layout import (
+from stackwars.report.html.blocks import (
     Block,
     Bullets,
     FigureRef,
@@ -20,8 +19,9 @@ from stackwars.report.html.layout import (
     Paragraph,
     Section,
     TableBlock,
-    layout,
 )
+from stackwars.report.html.data import Report
+from stackwars.report.html.layout import layout
 
 CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'"
 CSS = """

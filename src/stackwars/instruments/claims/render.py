@@ -9,13 +9,23 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from stackwars.instruments.claims.verdict import FAILS, HOLDS, INCONCLUSIVE, VERDICTS, ClaimResult
+from stackwars.instruments.claims.verdict import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    INSTRUMENT,
+    VERDICTS,
+    ClaimResult,
+)
 from stackwars.report.glyphs import TIMES
+from stackwars.report.html.blocks import Block, Paragraph, TableBlock
 from stackwars.report.markdown_text import escape, table_row
+from stackwars.report.sections import InstrumentSection
 from stackwars.results.run import Run
 
 COLUMNS = ("Claim", "Statement", "Measured (95% interval)", "Verdict", "Why", "Quote", "Note")
@@ -24,7 +34,9 @@ _STYLES = {HOLDS: "green", FAILS: "red", INCONCLUSIVE: "yellow"}  # not checkabl
 
 def claim_results(runs: Iterable[Run]) -> list[tuple[str, ClaimResult]]:
     """(run id, checked claim) of every claim stored with the runs, in order."""
-    return [(run.id, ClaimResult.from_dict(data)) for run in runs for data in run.claims]
+    return [
+        (run.id, ClaimResult.from_dict(data)) for run in runs for data in run.entries(INSTRUMENT)
+    ]
 
 
 def format_measured(result: ClaimResult) -> str:
@@ -98,3 +110,49 @@ def claims_markdown(results: Sequence[ClaimResult], title: str = "Claims") -> st
     lines.append("|" + " --- |" * len(COLUMNS))
     lines.extend(table_row(row) for row in claim_rows(results))
     return "\n".join([*lines, "", f"Verdicts: {verdict_counts(results)}.", ""])
+
+
+def _shown(run: Run, details: bool) -> list[RichTable]:
+    del details
+    results = [result for _, result in claim_results([run])]
+    return [claims_table(results, f"Claims checked in run {run.id}")] if results else []
+
+
+def _markdown(run: Run) -> str:
+    results = [result for _, result in claim_results([run])]
+    return claims_markdown(results) if results else ""
+
+
+def _reported(inputs: Any) -> list[Block]:
+    """The report's section: every claim of the runs (``inputs.runs``), with its run when
+    there are several."""
+    claims = claim_results(inputs.runs)
+    results = [result for _, result in claims]
+    if not results:
+        return []
+    columns, rows = COLUMNS, claim_rows(results)
+    if len(inputs.runs) > 1:
+        columns = ("Run", *columns)
+        rows = [(run_id, *row) for (run_id, _), row in zip(claims, rows, strict=True)]
+    failed = frozenset(i for i, result in enumerate(results) if result.verdict == FAILS)
+    offset = len(columns) - len(COLUMNS)  # the statement, why, quote and note are long
+    wide = frozenset(offset + index for index in (1, 4, 5, 6))
+    return [
+        Paragraph(f"Verdicts: {verdict_counts(results)}."),
+        TableBlock(columns, tuple(rows), failed, wide),
+    ]
+
+
+# What show and the report show of a run's claims (report/sections.py finds it).
+SECTIONS = (
+    InstrumentSection(
+        id="claims",
+        heading="Claims checked",
+        after="runs",
+        console=_shown,
+        report=_reported,
+        markdown=_markdown,
+        empty="no claim was checked in these runs ('stackwars claims --builtin' checks the "
+        "seeds' claims and stores them with its run)",
+    ),
+)
