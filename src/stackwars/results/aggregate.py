@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from stackwars.results.machines import machine_of
 from stackwars.results.schema import Cell, CellKey
@@ -43,6 +43,19 @@ def workers_by_cell(cells: Iterable[Cell]) -> dict[CellKey, list[Cell]]:
     for cell in cells:
         groups.setdefault(cell.key(), []).append(cell)
     return groups
+
+
+def ok_once(cells: Iterable[Cell], stacks: Collection[str] = ()) -> list[Cell]:
+    """The first ok worker of each cell (of ``stacks``; empty: every stack), in run order:
+    what a step after the run (IR capture, profiling) measures once per cell."""
+    seen: set[CellKey] = set()
+    chosen = []
+    for cell in cells:
+        if cell.status != "ok" or cell.key() in seen or (stacks and cell.stack not in stacks):
+            continue
+        seen.add(cell.key())
+        chosen.append(cell)
+    return chosen
 
 
 def merge_repeats(cells: Iterable[Cell]) -> list[Cell]:

@@ -12,9 +12,10 @@ from typing import Any
 from stackwars.config import RunOptions
 from stackwars.errors import UsageError
 from stackwars.ir.capture import stages
+from stackwars.results.aggregate import ok_once
 from stackwars.results.captures import RunCapture
 from stackwars.results.run import Run
-from stackwars.results.schema import CellKey, CellSpec
+from stackwars.results.schema import CellSpec
 from stackwars.runner import session
 from stackwars.runner.child import Limits, run_child
 from stackwars.runner.environments import interpreter_for, stack_problem
@@ -50,11 +51,9 @@ def capture_run_ir(record: Run, options: RunOptions) -> Iterator[RunCapture]:
     """The IR of every ok cell of a run whose stack has a compiler, once per cell key, each
     yielded as it is captured (nothing stored: ``run --capture-ir``'s step,
     instruments/ir/service.py, keeps it)."""
-    seen: set[CellKey] = set()
-    for cell in record.cells:
-        if cell.status != "ok" or cell.key() in seen or not stages(cell.stack):
+    for cell in ok_once(record.cells):
+        if not stages(cell.stack):
             continue
-        seen.add(cell.key())
         with tempfile.TemporaryDirectory(prefix="stackwars-ir-") as scratch:
             index = capture_stack(cell.spec(), options, Path(scratch))
             texts = {

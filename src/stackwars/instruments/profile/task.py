@@ -12,8 +12,9 @@ from pathlib import Path
 from stackwars.config import RunOptions
 from stackwars.profiling.capture import no_profiler_reason, profiler
 from stackwars.profiling.result import Profile
+from stackwars.results.aggregate import ok_once
 from stackwars.results.run import Run
-from stackwars.results.schema import CellKey, CellSpec
+from stackwars.results.schema import CellSpec
 from stackwars.runner import session
 from stackwars.runner.child import Limits, Listener, run_child
 from stackwars.runner.environments import interpreter_for, stack_problem
@@ -81,11 +82,7 @@ def profile_run(
     worker within PROFILE_BUDGET_S."""
     budget = TimingConfig(steady_budget_s=PROFILE_BUDGET_S, warmup_budget_s=2 * PROFILE_BUDGET_S)
     profiling = dataclasses.replace(options, timing=budget)
-    seen: set[CellKey] = set()
-    for cell in record.cells:
-        if cell.status != "ok" or cell.key() in seen or (stacks and cell.stack not in stacks):
-            continue
-        seen.add(cell.key())
+    for cell in ok_once(record.cells, stacks):
         spec = cell.spec()
 
         def progress(text: str, label: str = spec.label()) -> None:
