@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from stackwars.workloads.models.encoder import BERT_BASE, VIT_B16, check_seq, patch_count
+from stackwars.workloads.models.loss_torch import cross_entropy
 from stackwars.workloads.models.spec import Config, ModelSpec
 
 
@@ -59,13 +60,6 @@ class Block(nn.Module):
             return x + self.mlp(self.mlp_ln(x))
         x = self.attn_ln(x + self.attn(x))
         return self.mlp_ln(x + self.mlp(x))
-
-
-def cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
-    """Mean cross-entropy over every label, in float32 or wider."""
-    wide = logits.to(torch.promote_types(logits.dtype, torch.float32))
-    flat = wide.reshape(-1, logits.shape[-1])
-    return F.cross_entropy(flat, labels.reshape(-1).long())
 
 
 class Encoder(nn.Module):

@@ -20,6 +20,7 @@ from stackwars.workloads.models.gpt import (
     layout,
     projections,
 )
+from stackwars.workloads.models.loss_torch import cross_entropy
 from stackwars.workloads.models.spec import Config
 
 
@@ -111,9 +112,7 @@ class GPT(nn.Module):
         return self.lm_head(self.ln_f(x))
 
     def loss(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        logits = self(tokens)
-        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
-        return F.cross_entropy(logits.flatten(0, 1), labels.flatten().long())
+        return cross_entropy(self(tokens), labels)
 
 
 def build(name: str, config: Config) -> GPT:

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from stackwars.workloads.models import llama
+from stackwars.workloads.models.loss_torch import at_least_float32, cross_entropy
 from stackwars.workloads.models.spec import Config
 
 
@@ -64,12 +65,6 @@ class Block(nn.Module):
         return x + self.mlp(self.mlp_norm(x))
 
 
-def at_least_float32(dtype: torch.dtype) -> torch.dtype:
-    """float64 stays, narrower floats widen. Plain Python: under torchax every torch call,
-    torch.promote_types included, is dispatched as an operator, and that one has no lowering."""
-    return dtype if dtype.itemsize >= torch.float32.itemsize else torch.float32
-
-
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """RoPE with HF's rotate_half convention."""
     first, second = x.chunk(2, dim=-1)
@@ -104,9 +99,7 @@ class Llama(nn.Module):
         return self.lm_head(self.norm(x))
 
     def loss(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        logits = self(tokens)
-        logits = logits.to(at_least_float32(logits.dtype))
-        return F.cross_entropy(logits.flatten(0, 1), labels.flatten().long())
+        return cross_entropy(self(tokens), labels)
 
 
 def build(name: str, config: Config) -> Llama:
