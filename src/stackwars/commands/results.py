@@ -169,11 +169,7 @@ def export(args: argparse.Namespace, argv: list[str]) -> int:
     results = api.open_store(args.db, must_exist=True)
     record = results.load_run(args.run)
     if args.format == "json":
-        data = record.to_dict()
-        captures = results.captures(record.id)
-        if captures:
-            data["ir"] = captures
-        text = dump(data) + "\n"
+        text = dump(record.to_dict()) + "\n"  # the IR captures among its instruments' data
     else:
         text = outcomes_csv(record.outcomes) if record.kind == "behave" else to_csv(record)
     if args.out:
