@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 from stackwars import instruments
@@ -26,19 +25,6 @@ Adder = Callable[[Subparsers], None]
 _SHARED = {"options"}
 
 
-def _instrument_commands(folders: list[str], prefix: str) -> Iterator[str]:
-    """The ``command`` modules under ``folders``, walked on disk so that only they (and their
-    packages) are imported, never an instrument's workers."""
-    for info in pkgutil.iter_modules(folders):
-        if info.ispkg:
-            inner = [str(Path(folder) / info.name) for folder in folders]
-            yield from _instrument_commands(
-                [f for f in inner if Path(f).is_dir()], f"{prefix}{info.name}."
-            )
-        elif info.name == "command":
-            yield f"{prefix}{info.name}"
-
-
 def command_modules() -> list[ModuleType]:
     """This package's command modules, then every instrument's."""
     here = [
@@ -47,7 +33,7 @@ def command_modules() -> list[ModuleType]:
         if info.name not in _SHARED
     ]
     names = here + sorted(
-        _instrument_commands(list(instruments.__path__), "stackwars.instruments.")
+        instruments.role_modules("command", list(instruments.__path__), "stackwars.instruments.")
     )
     return [importlib.import_module(name) for name in names]
 

@@ -12,10 +12,8 @@ prefix) pairs a test or a plug-in adds.
 from __future__ import annotations
 
 import importlib
-import pkgutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from stackwars import instruments
@@ -55,22 +53,13 @@ class InstrumentSection:
     kinds: tuple[str, ...] = ("timing",)
 
 
-def _render_modules(folders: list[str], prefix: str) -> Iterator[str]:
-    """The ``render`` modules under ``folders``, walked on disk so that only they (and their
-    packages) are imported."""
-    for info in pkgutil.iter_modules(folders):
-        if info.ispkg:
-            inner = [str(Path(folder) / info.name) for folder in folders]
-            yield from _render_modules(
-                [f for f in inner if Path(f).is_dir()], f"{prefix}{info.name}."
-            )
-        elif info.name == "render":
-            yield f"{prefix}{info.name}"
-
-
 def discover() -> list[InstrumentSection]:
     """Every instrument's sections, in the order of their modules' names."""
-    names = sorted(name for folder, prefix in FOLDERS for name in _render_modules([folder], prefix))
+    names = sorted(
+        name
+        for folder, prefix in FOLDERS
+        for name in instruments.role_modules("render", [folder], prefix)
+    )
     found: list[InstrumentSection] = []
     for name in names:
         found += getattr(importlib.import_module(name), "SECTIONS", ())
