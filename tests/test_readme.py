@@ -286,6 +286,8 @@ AS_RUN: dict[str, list[list[str]] | None] = {
             "n=32",
             "--stacks",
             "numpy",
+            "--threads",
+            "1",
             *FAST,
         ]
     ],
@@ -302,6 +304,8 @@ AS_RUN: dict[str, list[list[str]] | None] = {
             "main",
             "--json",
             "baseline.json",
+            "--threads",
+            "1",
             *FAST,
         ]
     ],
@@ -318,6 +322,8 @@ AS_RUN: dict[str, list[list[str]] | None] = {
             "change",
             "--json",
             "candidate.json",
+            "--threads",
+            "1",
             *FAST,
         ]
     ],
@@ -429,6 +435,12 @@ WHY = {
     "ask the package index",
     "stackwars env [--peak]": "--peak measures the machine for ~4 minutes (tests/test_peak.py)",
     "stackwars compare RUN_A RUN_B [--fail-above 5]": "one run compared with itself: no rerun",
+    "stackwars run --suite quick --repeat 3 --label main --json baseline.json": "numpy at n=32 "
+    "with --threads 1: OpenBLAS threads a GEMM even at 32², and a worker whose second thread "
+    "waits for a busy core lands at a second speed (+77 % on 2026-11-28's AMD EPYC), which "
+    "the compare below then read as a regression of identical code",
+    "stackwars run --suite quick --repeat 3 --label change --json candidate.json": "as the "
+    "baseline's line: numpy at n=32 with --threads 1",
     "stackwars compare baseline.json candidate.json --fail-above 5 --markdown compare.md "
     "--github-summary": "--fail-above 50: two tiny runs of identical code may differ by 5 %",
     "stackwars import baseline.json": "into another store: the run itself stored it already",
@@ -451,7 +463,10 @@ WHY = {
     "stackwars ab --baseline-python base/.venv/bin/python --candidate-python .venv/bin/python "
     "--fail-above 5 -- --suite quick": "this venv's Python on both sides: the test has one "
     "checkout; --fail-above 100: identical sides may differ by 5 % at test size; up to 10 rounds: "
-    "the quick suite's cells are one family, shown within the limit from about 7 paired rounds",
+    "the quick suite's cells are one family, shown within the limit from about 7 paired rounds; "
+    "--threads 1: OpenBLAS threads a GEMM even at 32², and a worker whose second thread waits "
+    "for a busy core lands at a second speed (1.8-1.9x on 2026-11-28's AMD EPYC), which left "
+    "identical sides undecided",
     "stackwars profile --workload selu --param n=2000 --stacks jax:jit,torch:compile,"
     "tensorflow:xla": "jax:jit and numpy (unsupported, no worker): torch:compile and "
     "tensorflow:xla are profiled in tests/test_profile_workers.py",
