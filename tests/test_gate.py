@@ -45,7 +45,10 @@ from stackwars.timing.sequential import Looks
 
 REGRESSED = Path(__file__).resolve().parents[1] / "benchmarks" / "power" / "regressed_gemm.py"
 CELL = ["--workload-file", str(REGRESSED), "--workload", "regressed-gemm", "--param", "n=48"]
-QUICK = ["--stacks", "numpy:eager", "--budget", "0.05"]
+# --threads 1: OpenBLAS threads even a 48² GEMM, and a worker whose second thread waits for a
+# core busy elsewhere lands at a second speed (an A/A session on CI read a 0.72-1.39 interval
+# after 10 rounds and ended underpowered); one thread measures the code, not the neighbours.
+QUICK = ["--stacks", "numpy:eager", "--budget", "0.05", "--threads", "1"]
 TWO_SIZES = ["--workload-file", str(REGRESSED), "--workload", "regressed-gemm"]
 TWO_SIZES += ["--param", "n=32,48"]
 
@@ -211,11 +214,16 @@ def test_an_ab_session_stops_when_a_large_regression_is_decided(tmp_path: Path) 
 @pytest.mark.slow
 @pytest.mark.serial
 def test_an_a_a_session_passes_on_real_workers(tmp_path: Path) -> None:
-    """Nothing changed, one cell, a limit wide enough for this shared machine: the session
-    shows the cell within it and says pass first."""
-    argv = ["ab", "--fail-above", "20", "--out", str(tmp_path / "s")]
+    """Nothing changed, one cell, a limit wide enough for a shared 2-core machine: the
+    session shows the cell within it and says pass first."""
+    # --fail-above 50 at n=128, not 20 at 48: fresh workers on 2026-11-28's AMD EPYC spread a
+    # 5 µs call 1.66x (4.8-8.9 µs over 8 workers) and a 60 µs call 1.3x, so after 10 paired
+    # rounds the ratio's interval was 0.77-1.41 and the gate, rightly, underpowered at 20 %
+    # in 3 sessions of 5. Deciding a tighter limit in fewer rounds is the gate issue's work.
+    argv = ["ab", "--fail-above", "50", "--out", str(tmp_path / "s")]
     argv += ["--markdown", str(tmp_path / "ab.md"), "--json", str(tmp_path / "ab.json")]
-    done = stackwars(*argv, "--", *CELL, *QUICK, cwd=tmp_path)
+    cell = [*CELL[:-1], "n=128"]
+    done = stackwars(*argv, "--", *cell, *QUICK, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     markdown = (tmp_path / "ab.md").read_text(encoding="utf-8")
     assert markdown.startswith("**Gate: PASS (all 1 judged cells shown within the limits")
