@@ -46,6 +46,7 @@ from stackwars.results.schema import Cell, CellKey, CellSpec
 from stackwars.results.store import Store
 from stackwars.runner import plan
 from stackwars.runner.session import Reporter
+from stackwars.runner.tasks import Executor
 from stackwars.service import adaptive, api, execution
 from stackwars.suites import Suite
 from stackwars.timing.compare import DEFAULT_ALPHA, Samples
@@ -168,17 +169,20 @@ def measure(
     *,
     clock: Callable[[], float] = time.monotonic,
     on_round: Callable[[Sequence[str]], None] = lambda stacks: None,
+    executor: Executor | None = None,
 ) -> Run:
     """Run the planned cells (each stored as it ends) through the service's one path for a
-    run; with ``settings`` (``--repeat auto``), then add workers to the cells of undecided
-    claims (adaptive.py), telling ``on_round`` the stacks of each added round."""
+    run, on ``executor`` (None: here, one at a time); with ``settings`` (``--repeat auto``),
+    then add workers to the cells of undecided claims (adaptive.py), telling ``on_round`` the
+    stacks of each added round."""
     sampling = execution.Sampling()
     if settings is not None:
         question = undecided_cells(prepared, settings)
         sampling = execution.Sampling(limits=settings, question=question)
     executed = execution.execute_run(
-        prepared.planned, results, reporter, sampling=sampling, on_round=on_round, clock=clock
-    )
+        prepared.planned, results, reporter, executor=executor, sampling=sampling,
+        on_round=on_round, clock=clock,
+    )  # fmt: skip
     return executed.record
 
 

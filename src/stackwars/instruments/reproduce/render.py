@@ -1,0 +1,184 @@
+"""An edition's findings in Markdown (docs/findings.md is this, rendered from the committed
+edition): its provenance, then per seed each claim once (the seed's sentence, stackwars'
+value with its interval, the verdict and why), grouped so that two readings of one sentence
+stand side by side, then the cells each part measured, the probes' outcomes, the IR sizes,
+and what was not run or not checkable here, with why.
+
+Every string comes from the edition file, that is from the runs: each is escaped.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from stackwars.instruments.claims.render import format_measured, verdict_counts
+from stackwars.instruments.claims.verdict import ClaimResult
+from stackwars.instruments.reproduce.data import DONE, Edition, PartResult
+from stackwars.report.markdown_text import escape, table_row
+from stackwars.report.table import format_bytes, format_seconds
+
+TITLE = "# What stackwars found"
+SEEDS = {
+    "seed000": "Seed 000: JAX basics and framework benchmarks",
+    "seed001": "Seed 001: Stack Wars, JAX vs. PyTorch",
+    "seed002": "Seed 002: JAX vs NumPy",
+    "keras": "Keras 3's own statements",
+}
+CELL_COLUMNS = ("Cell", "Status", "Steady (95% interval)", "First run", "Runs to steady",
+                "Peak RSS", "Parity")  # fmt: skip
+
+
+def findings_markdown(edition: Edition) -> str:
+    """The whole findings page."""
+    blocks = [TITLE, "", *provenance(edition), "", *parts_table(edition.parts)]
+    claims = [ClaimResult.from_dict(data) for part in edition.parts for data in part.claims]
+    for prefix, title in SEEDS.items():
+        mine = [claim for claim in claims if claim.id.startswith(prefix)]
+        if mine:
+            blocks += ["", f"## {title}", "", *claim_findings(mine)]
+    for part in edition.parts:
+        blocks += part_evidence(part)
+    return "\n".join(blocks).rstrip() + "\n"
+
+
+def provenance(edition: Edition) -> list[str]:
+    machine = edition.machine
+    memory = format_bytes(machine.get("memory_total_bytes"))
+    source = edition.source or {}
+    commit = str(source.get("commit") or "unknown")[:12]
+    dirty = " (with uncommitted changes)" if source.get("dirty") else ""
+    took = format_seconds(edition.duration_s) if edition.duration_s is not None else "unfinished"
+    command = " ".join(edition.command)
+    return [
+        f"Edition `{escape(edition.id)}` at scale {escape(edition.scale)}: begun "
+        f"{escape(edition.started)}, ended {escape(edition.ended or 'not yet')}, {took} of a "
+        f"{format_seconds(edition.budget_s)} budget.",
+        "",
+        f"Machine: {escape(str(machine.get('cpu_model')))}, {machine.get('logical_cores')} "
+        f"logical cores, {memory}, fingerprint `{escape(str(machine.get('fingerprint')))}`; "
+        f"BLAS settings {escape(_blas(machine))}. stackwars {escape(edition.stackwars)} at "
+        f"commit `{escape(commit)}`{dirty}; command `{escape(command)}`.",
+        "",
+        f"Versions: {escape(_versions(edition.versions))}.",
+    ]
+
+
+def _blas(machine: dict[str, Any]) -> str:
+    found = {k: v for k, v in (machine.get("blas_env") or {}).items() if v is not None}
+    return ", ".join(f"{k}={v}" for k, v in sorted(found.items())) or "none set"
+
+
+def _versions(versions: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {v}" for name, v in sorted(versions.items()) if v) or "none"
+
+
+def parts_table(parts: Sequence[PartResult]) -> list[str]:
+    """Each part: what it asks, whether it ran, its run and time, its cells by status."""
+    rows = [table_row(("Part", "Seed", "Question", "Status", "Run", "Time", "Cells or outcomes"))]
+    rows.append("|" + " --- |" * 7)
+    for part in parts:
+        status = part.status if not part.reason else f"{part.status}: {part.reason}"
+        took = format_seconds(part.duration_s) if part.duration_s is not None else ""
+        rows.append(table_row((part.name, part.seed, part.question, status, part.run_id or "",
+                               took, _status_counts(part))))  # fmt: skip
+    return rows
+
+
+def _status_counts(part: PartResult) -> str:
+    counts: dict[str, int] = defaultdict(int)
+    for entry in part.cells or part.outcomes:
+        counts[str(entry.get("status") or entry.get("outcome"))] += 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+
+
+def claim_findings(claims: Sequence[ClaimResult]) -> list[str]:
+    """One finding per sentence of the seed: its quote once, then each reading of it (a claim)
+    with stackwars' value, the verdict and why."""
+    lines = [f"Verdicts: {verdict_counts(claims)}.", ""]
+    by_quote: dict[str, list[ClaimResult]] = defaultdict(list)
+    for claim in claims:
+        by_quote[claim.quote or claim.id].append(claim)
+    for quote, readings in by_quote.items():
+        lines.append(f"> {escape(quote)}")
+        lines.append(f">  — {escape(readings[0].source)}" if readings[0].source else ">")
+        lines.append("")
+        lines += [_reading(claim) for claim in readings]
+        lines.append("")
+    return lines
+
+
+def _reading(claim: ClaimResult) -> str:
+    measured = format_measured(claim) or "nothing measured"
+    counts = [str(n) for n in claim.workers if n]
+    workers = f"; {' and '.join(counts)} workers" if counts else ""
+    why = f" {escape(claim.reason)}" if claim.reason else ""
+    note = f" *Reading:* {escape(claim.note)}." if claim.note else ""
+    return (
+        f"- **{escape(claim.verdict)}** `{escape(claim.id)}`: {escape(claim.statement)}: "
+        f"{escape(measured)}{escape(workers)}.{why}{note}"
+    )
+
+
+def part_evidence(part: PartResult) -> list[str]:
+    """A part's cells, IR and probes, the evidence the findings rest on."""
+    if part.status != DONE and not (part.cells or part.outcomes):
+        return []
+    lines = ["", f"## Evidence: {escape(part.name)} ({escape(part.seed)})", ""]
+    lines.append(f"{escape(part.question)}. Run `{escape(part.run_id or '')}`.")
+    if part.cells:
+        lines += ["", *cells_table(part.cells)]
+    if part.ir:
+        lines += ["", *ir_table(part.ir)]
+    if part.outcomes:
+        lines += ["", *outcomes_table(part.outcomes)]
+    return lines
+
+
+def cells_table(cells: Iterable[dict[str, Any]]) -> list[str]:
+    rows = [table_row(CELL_COLUMNS), "|" + " --- |" * len(CELL_COLUMNS)]
+    for cell in cells:
+        workers = f"{cell['workers']} worker{'s' if cell['workers'] != 1 else ''}"
+        rows.append(table_row((f"{cell['cell']} ({workers})", *_cell_facts(cell))))
+    return rows
+
+
+def _cell_facts(cell: dict[str, Any]) -> tuple[str, ...]:
+    if cell["status"] != "ok":
+        return (f"{cell['status']}: {cell['reason']}", "", "", "", "", "")
+    low, high = cell.get("ci95_s") or (None, None)
+    spread = f" [{format_seconds(low)}–{format_seconds(high)}]" if low and high else ""
+    runs = cell.get("runs_to_steady") or []
+    checked = cell.get("parity_ok")
+    parity = "not checked" if checked is None else "ok" if checked else "mismatch"
+    return (
+        "ok",
+        f"{format_seconds(cell.get('steady_s'))}{spread}",
+        format_seconds(cell.get("first_run_s")),
+        ", ".join(str(n) for n in runs if n is not None),
+        format_bytes(cell.get("peak_rss_bytes")),
+        f"{parity} ({cell.get('computed_dtype') or '?'})",
+    )
+
+
+def ir_table(entries: Iterable[dict[str, Any]]) -> list[str]:
+    rows = [table_row(("Cell", "Stage", "Lines", "Parameters", "Most frequent operations"))]
+    rows.append("|" + " --- |" * 5)
+    for entry in entries:
+        if "unavailable" in entry:
+            rows.append(table_row((entry["cell"], entry["stage"], "", "", entry["unavailable"])))
+            continue
+        ops = ", ".join(f"{name} {n}" for name, n in entry["ops"].items())
+        rows.append(table_row((entry["cell"], entry["stage"], str(entry["lines"]),
+                               str(entry["parameters"]), ops)))  # fmt: skip
+    return rows
+
+
+def outcomes_table(outcomes: Sequence[dict[str, Any]]) -> list[str]:
+    stacks = list(dict.fromkeys(str(o["stack"]) for o in outcomes))
+    found = {(str(o["probe"]), str(o["stack"])): str(o["outcome"]) for o in outcomes}
+    rows = [table_row(("Probe", *stacks)), "|" + " --- |" * (len(stacks) + 1)]
+    for probe in dict.fromkeys(str(o["probe"]) for o in outcomes):
+        rows.append(table_row((probe, *(found.get((probe, s), "") for s in stacks))))
+    return rows

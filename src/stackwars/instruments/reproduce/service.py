@@ -1,0 +1,266 @@
+"""An edition, measured: each part of ``plan.py`` in turn, through the service every other
+command uses for it, within one time budget, on one kind of machine.
+
+Each part is one stored run (``stackwars runs`` lists them, labelled ``edition ID: PART``).
+The edition file is rewritten after every part, so that an interrupt loses at most the part
+that was running (marked ``interrupted``) and ``--resume`` goes on from the first part not
+done. A part that would start after the budget is spent is ``not run`` with that reason, never
+dropped: the findings list it. The claims part may add workers to undecided claims only
+within its share of the budget (``CLAIMS_SHARE``); what stays undecided says so in the
+findings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol
+
+from stackwars.config import RunOptions
+from stackwars.errors import UsageError
+from stackwars.instruments.behave.service import PROBE_TIMEOUT_S, behave_run, default_jobs
+from stackwars.instruments.claims import service as claimcheck
+from stackwars.instruments.claims.spec import Claim, with_overrides
+from stackwars.instruments.ir.service import CaptureAfterRun
+from stackwars.instruments.reproduce import data as files
+from stackwars.instruments.reproduce.plan import CELLS, CLAIMS, PROBES, Part, parts_at
+from stackwars.results import metadata
+from stackwars.results.captures import RunCapture
+from stackwars.results.run import new_run_id, now
+from stackwars.results.store import Store
+from stackwars.runner.session import Reporter
+from stackwars.runner.tasks import Executor
+from stackwars.service import adaptive, api, execution
+from stackwars.timing.compare import DEFAULT_ALPHA, MIN_WORKERS
+from stackwars.version import __version__
+
+# About three hours on the project's 2-core machine (issue 53's target).
+DEFAULT_BUDGET_S = 3 * 3600.0
+# The claims' added workers may use this share of the whole budget; the suites need the rest.
+CLAIMS_SHARE = 0.4
+# At test size: the shortest timing that still gives each worker a median.
+TINY_STEADY_BUDGET_S = 0.05
+EDITION_FILE = "edition.json"
+SOURCE = Path(__file__).resolve().parents[3]  # the checkout that holds src/stackwars
+
+
+class PartReporter(Reporter, Protocol):
+    def more(self, stacks: Sequence[str]) -> None:
+        """Cells added while a part runs (the claims' added workers)."""
+        ...
+
+
+# (cells, stacks of the workers to start) -> the reporter a part's run reports to.
+ReporterFor = Callable[[int, Sequence[str]], AbstractContextManager[PartReporter]]
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where the cells run: ``executor`` (local or ray), its address and resources."""
+
+    executor: str = "local"
+    ray_address: str | None = None
+    ray_resources: tuple[str, ...] = ()
+
+    def open(self, options: RunOptions) -> Executor:
+        return api.open_executor(self.executor, self.ray_address, options, self.ray_resources)
+
+
+def begin(scale: str, budget_s: float, argv: Sequence[str]) -> files.Edition:
+    """A new edition at ``scale`` (nothing measured yet)."""
+    if budget_s <= 0:
+        raise UsageError(f"--time-budget {budget_s:g} must be a number of seconds above 0")
+    parts = parts_at(scale)
+    machine = metadata.machine_info()
+    identity = metadata.run_identity("")
+    return files.Edition(
+        id=new_run_id(),
+        scale=scale,
+        started=now(),
+        budget_s=budget_s,
+        command=list(argv),
+        stackwars=__version__,
+        source=metadata.git_state(SOURCE),
+        machine={
+            **machine,
+            "fingerprint": identity["fingerprint"],
+            "hostname": identity["hostname"],
+            "blas_env": metadata.blas_environment(),
+        },
+        versions=metadata.framework_versions(),
+        parts=[files.PartResult(p.name, p.seed, p.question, p.kind) for p in parts],
+    )
+
+
+def resume(path: Path) -> files.Edition:
+    """The edition in ``path``, to go on with; one begun on another kind of machine is
+    refused (an edition is one machine's)."""
+    found = files.read_edition(path)
+    here = metadata.run_identity("")["fingerprint"]
+    if found.machine.get("fingerprint") != here:
+        raise UsageError(
+            f"{path} was begun on another machine ({found.machine.get('cpu_model')}, fingerprint "
+            f"{found.machine.get('fingerprint')}; this one is {here}): an edition is one "
+            "machine's; start a new one with --out in another folder"
+        )
+    return found
+
+
+def measure(
+    current: files.Edition,
+    path: Path,
+    results: Store,
+    reporter_for: ReporterFor,
+    *,
+    where: Where = Where(),
+    on_note: Callable[[str], None] = lambda text: None,
+    clock: Callable[[], float] = time.monotonic,
+) -> files.Edition:
+    """Measure every part of ``current`` not yet done, in order, writing ``path`` after each
+    (and when interrupted); the budget counts from this call, less the time the parts already
+    done took."""
+    spent = sum(part.duration_s or 0.0 for part in current.parts if part.status == files.DONE)
+    start = clock() - spent
+    plan = {part.name: part for part in parts_at(current.scale)}
+    for index, kept in enumerate(current.parts):
+        if kept.status == files.DONE:
+            continue
+        left = current.budget_s - (clock() - start)
+        if left <= 0:
+            kept.status, kept.reason = files.NOT_RUN, _spent(current.budget_s)
+            continue
+        on_note(f"part {index + 1}/{len(current.parts)}: {kept.name} ({kept.seed}), {left:.0f} s "
+                "of the budget left")  # fmt: skip
+        kept.started, began = now(), clock()
+        context = _Context(
+            results, reporter_for, where, f"edition {current.id}: {kept.name}", current.command,
+            current.scale == "tiny", min(left, CLAIMS_SHARE * current.budget_s),
+        )  # fmt: skip
+        try:
+            _measure_part(plan[kept.name], kept, context)
+        except KeyboardInterrupt:
+            kept.status, kept.reason = files.INTERRUPTED, "interrupted (Ctrl-C)"
+            kept.duration_s = clock() - began
+            current.write(path)
+            raise
+        kept.status, kept.reason, kept.duration_s = files.DONE, "", clock() - began
+        current.write(path)
+    current.ended, current.duration_s = now(), clock() - start
+    current.write(path)
+    return current
+
+
+def _spent(budget_s: float) -> str:
+    return (
+        f"the time budget ({budget_s:.0f} s) was spent before this part began; "
+        "--resume with a larger --time-budget runs it"
+    )
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every part's measurement needs besides the part itself."""
+
+    results: Store
+    reporter_for: ReporterFor
+    where: Where
+    label: str
+    argv: Sequence[str]
+    tiny: bool
+    claims_budget_s: float  # what the claims' added workers may take
+
+
+def _measure_part(part: Part, kept: files.PartResult, context: _Context) -> None:
+    measures = {CELLS: _cells, PROBES: _probes, CLAIMS: _claims}
+    measures[part.kind](part, kept, context)
+
+
+def _measure_options(tiny: bool, repeat: int = 1) -> api.Measure:
+    return api.Measure(budget_s=TINY_STEADY_BUDGET_S if tiny else None, repeat=repeat)
+
+
+def _cells(part: Part, kept: files.PartResult, context: _Context) -> None:
+    selection = api.Selection(
+        suite=part.suite, workload=part.workload, params=part.params, stacks=part.stacks
+    )
+    planned = api.plan_run(selection, _measure_options(context.tiny), context.argv, context.label)
+    kept.run_id = planned.record.id
+    after = [CaptureAfterRun()] if part.capture_ir else []
+    stacks = [cell.spec.stack for cell in planned.cells if not cell.skip_reason]
+    executor = context.where.open(planned.options)
+    with context.reporter_for(len(planned.cells), stacks) as reporter:
+        executed = execution.execute_run(
+            planned, context.results, reporter, executor=executor, after=after
+        )
+    kept.cells = files.compact_cells(executed.record.cells)
+    captures = [found for found in executed.found.get("ir", []) if isinstance(found, RunCapture)]
+    kept.ir = files.compact_ir(captures)
+
+
+def _probes(part: Part, kept: files.PartResult, context: _Context) -> None:
+    jobs = 1 if context.where.executor == "ray" else default_jobs()
+    executor = context.where.open(RunOptions(jobs=jobs))
+    try:
+        record = behave_run(
+            list(part.probes), part.stacks, context.results, argv=context.argv,
+            label=context.label, timeout_s=PROBE_TIMEOUT_S, jobs=jobs, executor=executor,
+        )  # fmt: skip
+    finally:
+        executor.close()
+    kept.run_id = record.id
+    kept.outcomes = [
+        {key: outcome.get(key) for key in ("probe", "stack", "outcome", "detail")}
+        for outcome in record.outcomes
+    ]
+
+
+def _claims(part: Part, kept: files.PartResult, context: _Context) -> None:
+    chosen = _chosen_claims(part)
+    measure = _measure_options(context.tiny, MIN_WORKERS)
+    prepared = claimcheck.prepare(chosen, measure, context.argv, context.label)
+    kept.run_id = prepared.planned.record.id
+    # At test size each claim's cells get the fewest workers a verdict accepts, no more.
+    settings = (
+        None
+        if context.tiny
+        else adaptive.Adaptive(MIN_WORKERS, time_budget_s=context.claims_budget_s)
+    )
+    cells = prepared.planned.cells
+    stacks = [cell.spec.stack for cell in cells if not cell.skip_reason]
+    executor = context.where.open(prepared.planned.options)
+    with context.reporter_for(len(cells), stacks) as reporter:
+        record = claimcheck.measure(
+            prepared, context.results, reporter, settings, on_round=reporter.more,
+            executor=executor,
+        )  # fmt: skip
+    alpha = settings.alpha if settings is not None else DEFAULT_ALPHA
+    judged = claimcheck.conclude(prepared, record, context.results, alpha=alpha)
+    kept.claims = [result.to_dict() for result in judged]
+    kept.cells = files.compact_cells(record.cells)
+
+
+def _chosen_claims(part: Part) -> list[Claim]:
+    chosen = claimcheck.load_claims([], builtin=True, only=",".join(part.claims))
+    params = dict(part.claim_params)
+    return [
+        with_overrides([claim], params[claim.id])[0] if claim.id in params else claim
+        for claim in chosen
+    ]
+
+
+def edition_path(out: Path) -> Path:
+    return out / EDITION_FILE
+
+
+def with_budget(current: files.Edition, budget_s: float | None) -> files.Edition:
+    """``current`` with a new budget (``--resume --time-budget``), parts not run because the
+    old one was spent given their chance again."""
+    if budget_s is None:
+        return current
+    for part in current.parts:
+        if part.status == files.NOT_RUN:
+            part.reason = ""
+    return replace(current, budget_s=budget_s)

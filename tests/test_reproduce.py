@@ -1,0 +1,165 @@
+"""stackwars reproduce: the seeds' experiments as one edition (each part a stored run, the
+edition file kept after each part, a budget that leaves parts listed as not run, a resume on
+the same machine only), and the findings rendered from the edition file alone."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stackwars.errors import UsageError
+from stackwars.instruments.reproduce import service
+from stackwars.instruments.reproduce.data import (
+    DONE,
+    EDITION_FORMAT,
+    INTERRUPTED,
+    NOT_RUN,
+    read_edition,
+)
+from stackwars.instruments.reproduce.plan import CLAIMS, FULL, TINY, parts_at
+from stackwars.instruments.reproduce.render import findings_markdown
+from stackwars.results.store import Store
+
+TINY_EDITION = Path(__file__).parent / "data" / "edition-tiny.json"
+
+
+def test_the_findings_name_each_seed_claim_once_with_its_verdict() -> None:
+    edition = read_edition(TINY_EDITION)
+    text = findings_markdown(edition)
+    claims = [data for part in edition.parts for data in part.claims]
+    assert claims
+    for data in claims:
+        assert text.count(f"`{data['id']}`") == 1
+        assert f"**{data['verdict']}** `{data['id']}`" in text
+    assert "## Seed 000" in text and "## Seed 002" in text
+    assert edition.id in text and str(edition.machine["fingerprint"]) in text
+
+
+def test_a_changed_stored_value_changes_the_findings(tmp_path: Path) -> None:
+    data = json.loads(TINY_EDITION.read_text(encoding="utf-8"))
+    before = findings_markdown(read_edition(TINY_EDITION))
+    changed = copy.deepcopy(data)
+    claims = next(part for part in changed["parts"] if part["claims"])["claims"]
+    measured = next(claim for claim in claims if claim["value"] is not None)
+    measured["value"] *= 1.5
+    path = tmp_path / "edition.json"
+    path.write_text(json.dumps(changed), encoding="utf-8")
+    assert findings_markdown(read_edition(path)) != before
+
+
+def test_an_edition_of_another_format_is_refused_with_the_fix(tmp_path: Path) -> None:
+    data = json.loads(TINY_EDITION.read_text(encoding="utf-8"))
+    path = tmp_path / "edition.json"
+    path.write_text(json.dumps({**data, "format": EDITION_FORMAT + 1}), encoding="utf-8")
+    with pytest.raises(UsageError, match="run 'stackwars reproduce' again"):
+        read_edition(path)
+
+
+def test_tiny_has_each_kind_of_experiment_of_the_full_edition() -> None:
+    assert {part.kind for part in TINY} == {part.kind for part in FULL}
+    assert {part.name for part in TINY} <= {part.name for part in FULL}
+    claims = next(part for part in TINY if part.kind == CLAIMS)
+    assert {key for key, _ in claims.claim_params} <= set(claims.claims)
+    with pytest.raises(UsageError, match="--scale 'huge'"):
+        parts_at("huge")
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_part_past_the_budget_is_listed_not_run_and_a_resume_with_more_runs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each part takes 40 s on a fake clock under a 100 s budget: three run, the fourth is
+    not run, saying why; --resume with a larger budget runs only that one."""
+    clock, measured = FakeClock(), []
+
+    def fake_part(part: Any, kept: Any, context: Any) -> None:
+        measured.append(part.name)
+        kept.run_id = f"run-{part.name}"
+        clock.now += 40
+
+    monkeypatch.setattr(service, "_measure_part", fake_part)
+    path = tmp_path / "edition.json"
+    store = Store(tmp_path / "db.sqlite")
+    edition = service.begin("tiny", 100, ["stackwars", "reproduce"])
+    service.measure(edition, path, store, _no_reporter, clock=clock)
+    kept = read_edition(path)
+    assert [p.status for p in kept.parts] == [DONE, DONE, DONE, NOT_RUN]
+    assert "time budget (100 s) was spent" in kept.parts[3].reason
+    assert measured == [part.name for part in TINY[:3]]
+    resumed = service.with_budget(service.resume(path), 1000)
+    service.measure(resumed, path, store, _no_reporter, clock=clock)
+    assert measured[3:] == [TINY[3].name]
+    assert [p.status for p in read_edition(path).parts] == [DONE] * 4
+
+
+def test_an_interrupted_part_is_kept_as_such_and_resumed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(part: Any, kept: Any, context: Any) -> None:
+        if part.name == TINY[1].name:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(service, "_measure_part", interrupted)
+    path = tmp_path / "edition.json"
+    edition = service.begin("tiny", 100, ["stackwars", "reproduce"])
+    with pytest.raises(KeyboardInterrupt):
+        service.measure(edition, path, Store(tmp_path / "db.sqlite"), _no_reporter)
+    statuses = [part.status for part in read_edition(path).parts]
+    assert statuses == [DONE, INTERRUPTED, NOT_RUN, NOT_RUN]
+
+
+def test_an_edition_from_another_machine_is_not_resumed(tmp_path: Path) -> None:
+    edition = service.begin("tiny", 100, ["stackwars", "reproduce"])
+    edition.machine["fingerprint"] = "elsewhere"
+    path = tmp_path / "edition.json"
+    edition.write(path)
+    with pytest.raises(UsageError, match="begun on another machine"):
+        service.resume(path)
+
+
+def _no_reporter(cells: int, stacks: Any) -> Any:
+    raise AssertionError("the fake parts report nothing")
+
+
+@pytest.mark.slow
+def test_the_tiny_edition_runs_end_to_end_from_another_folder(tmp_path: Path) -> None:
+    """The command a user types, from a folder that is not the repository, with a plausible
+    hostile KERAS_BACKEND set: every part done, each a run in the store, the findings written
+    and rendered again identically from the file."""
+    environment = {**os.environ, "KERAS_BACKEND": "torch"}
+    command = [sys.executable, "-m", "stackwars", "reproduce", "--scale", "tiny", "--quiet"]
+    command += ["--db", str(tmp_path / "db.sqlite"), "--out", str(tmp_path / "edition")]
+    done = subprocess.run(
+        command, check=False, cwd=tmp_path, env=environment, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    edition = read_edition(tmp_path / "edition" / "edition.json")
+    assert [part.status for part in edition.parts] == [DONE] * len(TINY)
+    runs = set(Store(tmp_path / "db.sqlite").run_ids())
+    assert {part.run_id for part in edition.parts} <= runs
+    claims = {data["id"]: data for part in edition.parts for data in part.claims}
+    assert claims["seed000-gpu-27x"]["verdict"] == "not checkable here"
+    assert claims["seed001-stablehlo-lines-jax"]["value"] > 0
+    assert all(claims[name]["workers"][0] >= 3 for name in ("seed002-jit-poly-6x",))
+    models = edition.part("models")
+    assert models is not None and any(entry["stage"] == "stablehlo" for entry in models.ir)
+    findings = (tmp_path / "edition" / "findings.md").read_text(encoding="utf-8")
+    again = tmp_path / "again.md"
+    render = [sys.executable, "-m", "stackwars", "reproduce", "--render"]
+    render += [str(tmp_path / "edition" / "edition.json"), "--markdown", str(again)]
+    subprocess.run(render, cwd=tmp_path, check=True, capture_output=True)
+    assert again.read_text(encoding="utf-8") == findings
