@@ -192,7 +192,23 @@ def test_the_fake_framework_is_skipped_where_it_has_no_implementation_or_device(
     assert plan.skip_reason(cell) == f"workload 'gemm' has no {fake.NAME} implementation"
     on_gpu = fake_cell(fake)
     on_gpu = CellSpec(on_gpu.workload, on_gpu.params, on_gpu.stack, "gpu")
-    assert plan.skip_reason(on_gpu) == f"{on_gpu.stack} does not run on gpu; it runs on cpu"
+    assert plan.skip_reason(on_gpu) == f"{on_gpu.stack} does not run on gpu: it runs on cpu"
+
+
+def test_torch_xla_on_a_gpu_is_unsupported_saying_its_release_dropped_cuda(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PyTorch/XLA's own stack on a GPU: refused before any worker, with why and what to use;
+    the worker's device check gives the same reason. (Its environment's absence, said first
+    where it is not made, is not this test's subject.)"""
+    monkeypatch.setattr(plan.environments, "stack_problem", lambda stack: "")
+    gemm = workloads.get("gemm")
+    reason = plan.skip_reason(CellSpec("gemm", gemm.defaults(), "torch-xla:lazy", "gpu"))
+    assert "deprecated its CUDA device in release 2.8" in reason and "torch:xla" in reason
+    from stackwars.frameworks.torch_lazy import TorchLazyFramework
+
+    support = {found.kind: found.reason for found in TorchLazyFramework().device_support({})}
+    assert support["gpu"] in reason
 
 
 def test_the_fake_framework_is_listed_with_its_modes(

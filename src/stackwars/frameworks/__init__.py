@@ -299,6 +299,15 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             profilers={"lazy": TORCH_LAZY_PROFILER},
             runs_code_of="torch",
             environment="torch-xla",
+            not_on={
+                "gpu": "PyTorch/XLA deprecated its CUDA device in release 2.8 "
+                "(pytorch/xla#9295) and removed the CUDA plugin after it (#9597): torch_xla 2.9 "
+                "runs on CPU and TPU only; for PyTorch on a GPU use torch:eager, torch:compile "
+                "or torch:xla (torchax, on JAX's CUDA runtime)",
+                "tpu": "the torch-xla environment holds PyPI's torch_xla with its CPU runtime "
+                "(PJRT_DEVICE=CPU); a TPU needs its TPU runtime (libtpu) there, which "
+                "stackwars has not proven",
+            },
         ),
         *(_keras(backend, modes, baseline) for backend, modes, baseline in KERAS_BACKENDS),
     )

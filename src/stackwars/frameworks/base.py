@@ -220,6 +220,9 @@ class FrameworkInfo:
     # The device kinds on which this project has run the framework's stacks on real hardware
     # (docs/accelerators.md says what ran): tables mark its cells on any other kind unproven.
     proven_devices: tuple[str, ...] = ("cpu",)
+    # Device kind -> why the framework's stacks do not run on it (a release dropped it, a
+    # runtime stackwars has not proven), said when a cell asks for it.
+    not_on: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def code_key(self) -> str:

@@ -45,7 +45,7 @@ def _dynamo_utils() -> Any:
 
 
 CUDA_FIX = (
-    "install torch==2.13.0's CUDA build (README, 'GPUs': pip install 'stackwars[cuda]' from "
+    "install torch==2.13.0's CUDA build (docs/devices.md: pip install 'stackwars[cuda]' from "
     "PyPI on Linux x86_64, or PyTorch's own index for another CUDA)"
 )
 TPU_REASON = (

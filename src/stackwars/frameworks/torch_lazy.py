@@ -48,10 +48,6 @@ TRANSFERS = {
 FALLBACK_PREFIX = "aten::"
 NANOSECONDS = 1e-9
 PJRT_DEVICES = {"cpu": "CPU", "gpu": "CUDA"}
-ONLY_CPU = (
-    "the torch-xla environment holds PyPI's torch_xla with its CPU runtime (PJRT_DEVICE=CPU); "
-    "a GPU or TPU needs torch_xla's CUDA or TPU plugin there, which stackwars has not proven"
-)
 
 
 def _torch_xla(module: str = "") -> Any:
@@ -98,7 +94,7 @@ class TorchLazyFramework(TorchFramework):
     def device_support(self, facts: Mapping[str, Any]) -> list[DeviceSupport]:
         del facts
         return [DeviceSupport("cpu", ("xla:0",))] + [
-            DeviceSupport(kind, reason=ONLY_CPU) for kind in ("gpu", "tpu")
+            DeviceSupport(kind, reason=why) for kind, why in self.info.not_on.items()
         ]
 
     def attach(self, device: str) -> None:

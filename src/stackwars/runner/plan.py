@@ -226,7 +226,9 @@ def skip_reason(spec: CellSpec) -> str:
         return missing
     devices = info.devices_for(spec.mode)
     if spec.device.partition(":")[0] not in devices:
-        return f"{spec.stack} does not run on {spec.device}; it runs on {', '.join(devices)}"
+        why = info.not_on.get(spec.device.partition(":")[0])
+        runs_on = f"it runs on {', '.join(devices)}"
+        return f"{spec.stack} does not run on {spec.device}: {why or runs_on}"
     workload = workloads.get(spec.workload)
     if workload.builder(spec.framework) is None:
         return f"workload {spec.workload!r} has no {spec.framework} implementation"
