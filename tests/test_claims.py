@@ -46,7 +46,7 @@ from stackwars.report.html.data import ReportInputs, build_report
 from stackwars.report.html.markdown import render_markdown
 from stackwars.report.html.page import render_html
 from stackwars.results.run import Run
-from stackwars.results.schema import Cell, Steady, Times
+from stackwars.results.schema import Cell, Memory, Steady, Times
 from stackwars.results.store import Store
 from stackwars.service import api
 
@@ -516,3 +516,22 @@ def test_second_run_compiles_and_graphs_per_call_are_counted_from_every_worker()
     assert split.verdict != HOLDS and split.unit == "graphs"
     uncounted = [dataclasses.replace(w, counters={}) for w in workers]
     assert claimcheck.judge(graphs, uncounted, {}).verdict == INCONCLUSIVE
+
+
+def test_held_memory_leaves_out_what_the_framework_held_once_imported() -> None:
+    """A worker whose runtime is large (torch:xla imports JAX too) but whose work is small:
+    its whole peak is the larger, what it holds the smaller, and the two readings differ."""
+    whole = parse_line("jax:jit memory less than torch:xla on poly n=64")
+    held = parse_line("jax:jit held-memory less than torch:xla on poly n=64")
+    (jit, xla) = claimcheck.cells_of(held)
+    cells = []
+    for repeat in range(3):
+        for spec, imported, peak in ((jit, 300, 400), (xla, 600, 620)):
+            worker = cell(spec.stack, 1e-3, repeat, spec.params)
+            worker.memory = Memory(peak_rss_bytes=peak * 2**20 + repeat,
+                                   rss_after_import_bytes=imported * 2**20)  # fmt: skip
+            cells.append(worker)
+    assert claimcheck.judge(whole, cells, {}).verdict == HOLDS  # 400 MiB against 620
+    assert claimcheck.judge(held, cells, {}).verdict == FAILS  # 100 MiB against 20
+    unread = [dataclasses.replace(w, memory=Memory(peak_rss_bytes=2**30)) for w in cells]
+    assert claimcheck.judge(held, unread, {}).verdict == INCONCLUSIVE

@@ -62,6 +62,15 @@ def test_an_edition_of_another_format_is_refused_with_the_fix(tmp_path: Path) ->
         read_edition(path)
 
 
+def test_a_second_reading_is_a_claim_of_its_own_name() -> None:
+    """Seed 002's 6x with its inputs placed in every call is judged under a name of its own,
+    never blended with the resident reading."""
+    per_call = next(part for part in FULL if part.inputs == "per-call")
+    chosen = service.chosen_claims(per_call)
+    assert chosen and all(claim.id.endswith("-per-call") for claim in chosen)
+    assert all("inputs per-call" in claim.note for claim in chosen)
+
+
 def test_tiny_has_each_kind_of_experiment_of_the_full_edition() -> None:
     assert {part.kind for part in TINY} == {part.kind for part in FULL}
     assert {part.name for part in TINY} <= {part.name for part in FULL}
@@ -82,8 +91,8 @@ class FakeClock:
 def test_a_part_past_the_budget_is_listed_not_run_and_a_resume_with_more_runs_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each part takes 40 s on a fake clock under a 100 s budget: three run, the fourth is
-    not run, saying why; --resume with a larger budget runs only that one."""
+    """Each part takes 40 s on a fake clock under a 100 s budget: three run, the others are
+    not run, saying why; --resume with a larger budget runs only those."""
     clock, measured = FakeClock(), []
 
     def fake_part(part: Any, kept: Any, context: Any) -> None:
@@ -97,13 +106,13 @@ def test_a_part_past_the_budget_is_listed_not_run_and_a_resume_with_more_runs_it
     edition = service.begin("tiny", 100, ["stackwars", "reproduce"])
     service.measure(edition, path, store, _no_reporter, clock=clock)
     kept = read_edition(path)
-    assert [p.status for p in kept.parts] == [DONE, DONE, DONE, NOT_RUN]
+    assert [p.status for p in kept.parts] == [DONE] * 3 + [NOT_RUN] * (len(TINY) - 3)
     assert "time budget (100 s) was spent" in kept.parts[3].reason
     assert measured == [part.name for part in TINY[:3]]
     resumed = service.with_budget(service.resume(path), 1000)
     service.measure(resumed, path, store, _no_reporter, clock=clock)
-    assert measured[3:] == [TINY[3].name]
-    assert [p.status for p in read_edition(path).parts] == [DONE] * 4
+    assert measured[3:] == [part.name for part in TINY[3:]]
+    assert [p.status for p in read_edition(path).parts] == [DONE] * len(TINY)
 
 
 def test_an_interrupted_part_is_kept_as_such_and_resumed(
@@ -119,7 +128,7 @@ def test_an_interrupted_part_is_kept_as_such_and_resumed(
     with pytest.raises(KeyboardInterrupt):
         service.measure(edition, path, Store(tmp_path / "db.sqlite"), _no_reporter)
     statuses = [part.status for part in read_edition(path).parts]
-    assert statuses == [DONE, INTERRUPTED, NOT_RUN, NOT_RUN]
+    assert statuses == [DONE, INTERRUPTED] + [NOT_RUN] * (len(TINY) - 2)
 
 
 def test_an_edition_from_another_machine_is_not_resumed(tmp_path: Path) -> None:

@@ -53,8 +53,10 @@ from stackwars.workloads.base import Workload
 CLAIMS_FORMAT = 1
 FORMAT_HELP = """\
 A claim names the cells a sentence is about, the statistic and the relation it asserts:
-  statistics  steady (median per call; the default), first-run, memory (peak): compared as
-              a factor, baseline / subject (above 1x the subject is faster or smaller);
+  statistics  steady (median per call; the default), first-run, memory (peak),
+              held-memory (the peak less what the worker held once its framework was
+              imported; a device's peak where measured): compared as a factor,
+              baseline / subject (above 1x the subject is faster or smaller);
               runs-to-steady, second-run-compiles, graphs-per-call (torch_xla),
               ir-lines (StableHLO lines): the subject alone;
               crossover: the swept value above which the subject stays faster

@@ -362,10 +362,28 @@ def _samples(side: Side, spec: CellSpec, workers: Mapping[CellKey, list[Cell]]) 
             values = list(cell.steady.samples_s)
         elif side.statistic == "first-run":
             values = [cell.times.first_run_s] if cell.times.first_run_s else []
-        else:  # memory: the accelerator's peak where one was measured, else the process's
-            peak = cell.memory.device_peak_bytes or cell.memory.peak_rss_bytes
+        else:
+            peak = _held(cell) if side.statistic == "held-memory" else _peak(cell)
             values = [float(peak)] if peak else []
         if not values:
             raise _NoData(f"{cell.label()} recorded no {side.statistic}")
         found.append(values)
     return found
+
+
+def _peak(cell: Cell) -> int | None:
+    """The accelerator's peak where one was measured, else the worker process's."""
+    return cell.memory.device_peak_bytes or cell.memory.peak_rss_bytes
+
+
+def _held(cell: Cell) -> int | None:
+    """What the work holds beyond its framework: the accelerator's peak where one was measured
+    (the framework's arrays alone), else the worker's peak RSS less its RSS once the framework
+    was imported and initialised (the interpreter, the libraries and, for torch:xla, JAX's
+    runtime left out)."""
+    memory = cell.memory
+    if memory.device_peak_bytes:
+        return memory.device_peak_bytes
+    if memory.peak_rss_bytes is None or memory.rss_after_import_bytes is None:
+        return None
+    return max(memory.peak_rss_bytes - memory.rss_after_import_bytes, 0) or None

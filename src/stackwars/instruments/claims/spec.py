@@ -2,13 +2,14 @@
 it asserts (``Claim``), with the checks both written forms share: claim files in TOML
 (``files.py``, where the format and its version are) and the one-line form (``line.py``).
 
-Statistics: steady (median per call), first-run and memory (peak) compare two sides as a
-factor, baseline / subject, so that above 1× the subject is faster or smaller; runs-to-steady,
+Statistics: steady (median per call), first-run, memory (peak) and held-memory (what the
+work holds beyond its framework once imported) compare two sides as a factor, baseline /
+subject, so that above 1× the subject is faster or smaller; runs-to-steady,
 second-run-compiles (compilations the framework counted in the second run), graphs-per-call
 (graphs executed per steady call, where the framework counts them: torch_xla) and ir-lines
-(lines of StableHLO) are the subject's alone; a crossover sweeps one parameter and
-is the value above which the subject stays faster. A relation is the closed range the claim
-puts that value in (``Relation``).
+(lines of StableHLO) are the subject's alone; a crossover sweeps one parameter and is the value
+above which the subject stays faster. A relation is the closed range the claim puts that value
+in (``Relation``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ STATISTICS = {
     "steady": FACTOR,
     "first-run": FACTOR,
     "memory": FACTOR,
+    "held-memory": FACTOR,
     "runs-to-steady": COUNT,
     "second-run-compiles": COUNT,
     "graphs-per-call": COUNT,

@@ -16,6 +16,7 @@ from typing import Any
 from stackwars.instruments.claims.render import format_measured, verdict_counts
 from stackwars.instruments.claims.verdict import ClaimResult
 from stackwars.instruments.reproduce.data import DONE, Edition, PartResult
+from stackwars.instruments.reproduce.plan import NOT_COVERED
 from stackwars.report.markdown_text import escape, table_row
 from stackwars.report.table import format_bytes, format_seconds
 
@@ -38,6 +39,9 @@ def findings_markdown(edition: Edition) -> str:
         mine = [claim for claim in claims if claim.id.startswith(prefix)]
         if mine:
             blocks += ["", f"## {title}", "", *claim_findings(mine)]
+    blocks += ["", "## What the seeds describe and no part measures", ""]
+    blocks += [f"- {escape(item.seed)}: {escape(item.what)}: {escape(item.why)}."
+               for item in NOT_COVERED]  # fmt: skip
     for part in edition.parts:
         blocks += part_evidence(part)
     return "\n".join(blocks).rstrip() + "\n"

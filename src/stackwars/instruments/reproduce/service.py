@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from stackwars.config import RunOptions
+from stackwars.config import INPUT_MODES, RunOptions
 from stackwars.errors import UsageError
 from stackwars.instruments.behave.service import PROBE_TIMEOUT_S, behave_run, default_jobs
 from stackwars.instruments.claims import service as claimcheck
@@ -44,6 +44,7 @@ CLAIMS_SHARE = 0.4
 # At test size: the shortest timing that still gives each worker a median.
 TINY_STEADY_BUDGET_S = 0.05
 EDITION_FILE = "edition.json"
+DEFAULT_INPUTS = INPUT_MODES[0]
 SOURCE = Path(__file__).resolve().parents[3]  # the checkout that holds src/stackwars
 
 
@@ -178,15 +179,17 @@ def _measure_part(part: Part, kept: files.PartResult, context: _Context) -> None
     measures[part.kind](part, kept, context)
 
 
-def _measure_options(tiny: bool, repeat: int = 1) -> api.Measure:
-    return api.Measure(budget_s=TINY_STEADY_BUDGET_S if tiny else None, repeat=repeat)
+def _measure_options(part: Part, tiny: bool, repeat: int = 1) -> api.Measure:
+    budget_s = TINY_STEADY_BUDGET_S if tiny else None
+    return api.Measure(budget_s=budget_s, repeat=repeat, inputs=part.inputs)
 
 
 def _cells(part: Part, kept: files.PartResult, context: _Context) -> None:
     selection = api.Selection(
         suite=part.suite, workload=part.workload, params=part.params, stacks=part.stacks
     )
-    planned = api.plan_run(selection, _measure_options(context.tiny), context.argv, context.label)
+    measure = _measure_options(part, context.tiny)
+    planned = api.plan_run(selection, measure, context.argv, context.label)
     kept.run_id = planned.record.id
     after = [CaptureAfterRun()] if part.capture_ir else []
     stacks = [cell.spec.stack for cell in planned.cells if not cell.skip_reason]
@@ -218,8 +221,8 @@ def _probes(part: Part, kept: files.PartResult, context: _Context) -> None:
 
 
 def _claims(part: Part, kept: files.PartResult, context: _Context) -> None:
-    chosen = _chosen_claims(part)
-    measure = _measure_options(context.tiny, MIN_WORKERS)
+    chosen = chosen_claims(part)
+    measure = _measure_options(part, context.tiny, MIN_WORKERS)
     prepared = claimcheck.prepare(chosen, measure, context.argv, context.label)
     kept.run_id = prepared.planned.record.id
     # At test size each claim's cells get the fewest workers a verdict accepts, no more.
@@ -242,11 +245,19 @@ def _claims(part: Part, kept: files.PartResult, context: _Context) -> None:
     kept.cells = files.compact_cells(record.cells)
 
 
-def _chosen_claims(part: Part) -> list[Claim]:
+def chosen_claims(part: Part) -> list[Claim]:
+    """The part's built-in claims with its parameters, renamed for a second reading."""
     chosen = claimcheck.load_claims([], builtin=True, only=",".join(part.claims))
     params = dict(part.claim_params)
-    return [
+    chosen = [
         with_overrides([claim], params[claim.id])[0] if claim.id in params else claim
+        for claim in chosen
+    ]
+    if part.inputs == DEFAULT_INPUTS:
+        return chosen
+    reading = f"inputs {part.inputs}: each timed call places them on the device"
+    return [
+        replace(claim, id=f"{claim.id}-{part.inputs}", note=f"{claim.note}; {reading}")
         for claim in chosen
     ]
 
