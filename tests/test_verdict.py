@@ -126,3 +126,20 @@ def test_a_bisect_step_shows_the_gate_verdict_it_was_judged_by() -> None:
     step = data.Step("1.0", "1.1", tuple(judgements), 3, 9.0, Path("s"), "decided", verdict=verdict)
     lines = render.step_lines(step).splitlines()
     assert lines[-1] == f"  {verdict.family.describe()}" and "8 looks" in lines[-1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "threshold"),
+    [
+        (["--fail-above", "25"], 0.25),  # the rows speak of the gate's limit
+        (["--fail-above", "25", "--threshold", "10"], 0.10),  # unless told otherwise
+        ([], 0.05),  # no gate: the default
+    ],
+)
+def test_an_ab_sessions_rows_read_the_gates_limit(argv: list[str], threshold: float) -> None:
+    """A row judged against 5 % said 'undecided' of a cell a --fail-above 25 gate failed."""
+    from stackwars.cli import build_parser
+    from stackwars.instruments.ab.command import session_of
+
+    args = build_parser().parse_args(["ab", *argv, "--", "--workload", "gemm"])
+    assert session_of(args).threshold == pytest.approx(threshold)

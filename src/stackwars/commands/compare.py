@@ -14,6 +14,7 @@ from stackwars.commands.options import (
     add_gate_options,
     add_verdict_options,
     gate_options,
+    threshold_pct,
 )
 from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
 from stackwars.report.console import report_console, warn
@@ -58,17 +59,17 @@ def compare(args: argparse.Namespace, argv: list[str]) -> int:
     compared = api.compare(
         args.run_a,
         args.run_b,
-        args.threshold,
+        threshold_pct(args),
         args.db,
         args.within_process,
         run_drift_pct=args.run_drift,
         **gate_options(args),
     )
     verdict = compared.verdict
-    title = f"{args.run_b} against {args.run_a} (threshold {args.threshold:g}%)"
+    title = f"{args.run_b} against {args.run_a} (threshold {threshold_pct(args):g}%)"
     if "," not in args.run_a + args.run_b:
         title = f"{compared.candidate.id} against {compared.baseline.id} "
-        title += f"(threshold {args.threshold:g}%)"
+        title += f"(threshold {threshold_pct(args):g}%)"
     console = report_console()
     if verdict.mismatch:
         warn(f"{verdict.mismatch}; no cell is judged")

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from stackwars.commands.options import Subparsers, add_db, add_threshold
+from stackwars.commands.options import Subparsers, add_db, add_threshold, threshold_pct
 from stackwars.report.console import report_console
 from stackwars.report.history import history_file, history_json, history_markdown, history_table
 from stackwars.results.history import series_by_params, with_steps
@@ -38,7 +38,7 @@ def history(args: argparse.Namespace, argv: list[str]) -> int:
     rows, machines = api.history(
         args.workload, args.stack, args.param, args.db, label=args.label, machine=args.machine
     )
-    threshold = api.threshold(args.threshold)
+    threshold = api.threshold(threshold_pct(args))
     console = report_console()
     markdown, data = [], {}
     for title, series in series_by_params(rows, machines).items():

@@ -89,14 +89,27 @@ def framework_settings(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+DEFAULT_THRESHOLD_PCT = 5.0
+
+
 def add_threshold(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threshold",
         type=float,
-        default=5.0,
         metavar="PCT",
-        help="smallest change called a difference when significant (5)",
+        help="smallest change a row calls a difference when significant (default: the "
+        f"--fail-above limit where a gate is asked for, so rows and gate speak of one limit; "
+        f"else {DEFAULT_THRESHOLD_PCT:g})",
     )
+
+
+def threshold_pct(args: argparse.Namespace) -> float:
+    """--threshold as given; else the gate's --fail-above (a row read against another limit
+    than its gate's would say 'undecided' of a cell the gate has failed); else the default."""
+    if args.threshold is not None:
+        return args.threshold
+    fail_above = getattr(args, "fail_above", None)
+    return DEFAULT_THRESHOLD_PCT if fail_above is None else fail_above
 
 
 def add_verdict_options(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from stackwars.commands.options import Subparsers, add_db, add_threshold
+from stackwars.commands.options import Subparsers, add_db, add_threshold, threshold_pct
 from stackwars.errors import UsageError
 from stackwars.frameworks import parse_stack
 from stackwars.profiling.result import Profile
@@ -104,7 +104,7 @@ def _inputs(args: argparse.Namespace, refs: list[str], runs: list[Run]) -> Repor
     comparisons = [
         (done.baseline, done.candidate, done.verdict.rows, done.verdict.mismatch)
         for done in (
-            api.compare(refs[0], ref, args.threshold, args.db, args.within_process)
+            api.compare(refs[0], ref, threshold_pct(args), args.db, args.within_process)
             for ref in refs[1:]
         )
     ]
@@ -119,7 +119,7 @@ def _inputs(args: argparse.Namespace, refs: list[str], runs: list[Run]) -> Repor
         comparisons=comparisons,
         captures=_captures(runs, args.db),
         run_warnings=run_warnings,
-        threshold=api.threshold(args.threshold),
+        threshold=api.threshold(threshold_pct(args)),
         profile_files=[(path, _profile_file(Path(path))) for path in args.profiles],
     )
 

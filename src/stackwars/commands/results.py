@@ -16,6 +16,7 @@ from stackwars.commands.options import (
     add_gate_options,
     add_verdict_options,
     gate_options,
+    threshold_pct,
 )
 from stackwars.report.comparison import comparison_report
 from stackwars.report.console import report_console, warn
@@ -158,7 +159,7 @@ def show(args: argparse.Namespace, argv: list[str]) -> int:
     if not args.baseline:
         return 0
     verdict = api.compare_with_stack(
-        record, args.baseline, args.threshold, args.within_process, **gate_options(args)
+        record, args.baseline, threshold_pct(args), args.within_process, **gate_options(args)
     )
     for part in comparison_report(verdict, f"every stack against {args.baseline}"):
         console.print(part)

@@ -8,7 +8,13 @@ import json
 import shlex
 from pathlib import Path
 
-from stackwars.commands.options import Subparsers, add_gate_options, add_threshold, gate_of
+from stackwars.commands.options import (
+    Subparsers,
+    add_gate_options,
+    add_threshold,
+    gate_of,
+    threshold_pct,
+)
 from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
 from stackwars.instruments.ab import service as ab
@@ -97,7 +103,7 @@ def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
     assert verdict is not None  # run_session judges the rounds it measured
     title = (
         f"candidate against baseline: {outcome.rounds} rounds, {outcome.elapsed_s:.0f} s, "
-        f"{outcome.stopped} (threshold {args.threshold:g}%, {session.describe_looks()})"
+        f"{outcome.stopped} (threshold {threshold_pct(args):g}%, {session.describe_looks()})"
     )
     for part in comparison_report(verdict, title):
         console.print(part)
@@ -124,7 +130,7 @@ def session_of(args: argparse.Namespace) -> ab.Session:
         baseline=side_of(args, "baseline"),
         candidate=side_of(args, "candidate"),
         out_dir=Path(args.out or Path("stackwars-ab") / stamp),
-        threshold=args.threshold / 100,
+        threshold=threshold_pct(args) / 100,
         gate=gate_of(args),
         min_rounds=args.min_rounds,
         max_rounds=args.max_rounds,
