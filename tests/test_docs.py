@@ -117,8 +117,35 @@ def test_the_readme_says_what_the_default_run_takes_as_recorded() -> None:
     recorded = [int(s) for s in re.findall(r"\*\*(\d+) s\*\*", section)]
     with_second_look = [int(s) for s in re.findall(r"second look.*\*\*(\d+) s\*\*", section)]
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    quick_start = readme[readme.index("## Fresh machine") : readme.index("## Use")]
+    start = readme.index("## Fresh machine")
+    quick_start = readme[start : readme.index("\n## ", start + 1)]
     assert recorded and with_second_look
     for seconds in (min(with_second_look), max(recorded)):
         assert f"{seconds} s" in quick_start
     assert "--second-look 0" in quick_start
+
+
+def _anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a Markdown document's headings."""
+    headings = re.findall(r"^#+ (.*)$", text, flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_relative_link_of_the_documents_resolves() -> None:
+    """A link in the README, ARCHITECTURE.md or docs/ names a file that exists, and a heading
+    of it where it names one (the README's sections moved to docs pages, issue 53)."""
+    broken = []
+    for document in [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *(ROOT / "docs").glob("*.md")]:
+        text = re.sub(r"```.*?```", "", document.read_text(encoding="utf-8"), flags=re.DOTALL)
+        for link in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", link):
+                continue
+            path, _, anchor = link.partition("#")
+            target = (document.parent / path) if path else document
+            if not target.exists() or (
+                anchor
+                and target.suffix == ".md"
+                and anchor not in _anchors(target.read_text(encoding="utf-8"))
+            ):
+                broken.append(f"{document.name}: {link}")
+    assert broken == []

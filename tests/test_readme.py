@@ -1,8 +1,10 @@
 """Every command the README shows works, run as a user would: the installed ``stackwars``
 command, from a temporary folder that is not the repository, with the results store there.
+"The README" here is README.md and the docs pages its long sections moved to (``DOCUMENTS``):
+every command a user is shown there runs here.
 
-Commands are extracted from README.md itself, so a new README line fails this test until it is
-listed in ``AS_RUN`` below: either as it is, or with a tiny substitution that keeps what the
+Commands are extracted from those documents themselves, so a new line fails this test until it
+is listed in ``AS_RUN`` below: either as it is, or with a tiny substitution that keeps what the
 line teaches (its command, suite, workload and options) and shrinks sizes, stacks and time
 budgets to test size. The two set-up commands are run by CI itself (``.ci/run`` is the test
 command; the main-job command differs from it only in installing without the ``dev`` extra);
@@ -35,7 +37,15 @@ from conftest import USER_ENVIRONMENTS
 from stackwars.commands.options import EXIT_FAIL, EXIT_UNDERPOWERED
 from stackwars.frameworks import environments
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+# The documents whose commands users are shown, in this order: the README, then the pages its
+# long sections moved to (issue 53). Their shell lines are one list, AS_RUN's order.
+DOCUMENTS = [
+    README,
+    *(ROOT / "docs" / name for name in ("cli.md", "claims.md", "gate.md", "cluster-use.md")),
+    *(ROOT / "docs" / name for name in ("devices.md", "workloads.md")),
+]
 STACKWARS = str(Path(sys.executable).with_name("stackwars"))
 REGRESSED = Path(__file__).resolve().parents[1] / "benchmarks" / "power" / "regressed_gemm.py"
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -56,6 +66,8 @@ OPS += ["--param", "seq=8"]
 # random draws): all 22 on two stacks would add 40 s.
 BEHAVE_PROBES = "boolean-mask,side-effect,new-shape,prng-draw-twice"
 
+THREE_STACKS = "numpy,jax:jit,torch:eager"
+FIRST_EXAMPLE = f"stackwars run --workload gemm --param n=256 --stacks {THREE_STACKS}"
 INSTALL_AND_RUN = (
     "python3 -m venv .venv && .venv/bin/pip install -c constraints.txt -e '.[all]' "
     "&& .venv/bin/stackwars run"
@@ -87,28 +99,16 @@ BISECT = (
 # README line -> the runs that stand for it (each a stackwars argv), in this order: later
 # lines read what earlier ones stored. None: CI runs it (see the module docstring).
 AS_RUN: dict[str, list[list[str]] | None] = {
+    FIRST_EXAMPLE: [
+        ["run", "--workload", "gemm", "--param", "n=32", "--stacks", THREE_STACKS, *FAST]
+    ],
     INSTALL_AND_RUN: [["run", "--param", "n=32", *SMALL]],
     INSTALL_AND_TEST: None,
-    "stackwars run": [["run", "--param", "n=32", *SMALL]],
     "stackwars run --suite seed-blog": [["run", "--suite", "seed-blog", "--param", "n=32", *SMALL]],
     # The suite on numpy: its jax cells are workloads test_workload_contract.py runs on every
     # stack (here about 25 s of fresh jax:jit workers).
     "stackwars run --suite numpy-vs-jax": [
         ["run", "--suite", "numpy-vs-jax", "--param", "n=32", "--stacks", "numpy", *FAST]
-    ],
-    "stackwars run --suite stack-wars-ops": [["run", "--suite", "stack-wars-ops", *OPS, *SMALL]],
-    # The user's environment (tests/conftest.py): made by the README's test command before the
-    # tests, so here it is found ready.
-    "stackwars env create torch-xla": [["env", "create", "torch-xla"]],
-    LAZY_OPS: [
-        [
-            *["run", "--suite", "stack-wars-ops", *OPS, "--stacks", "torch-xla:lazy"],
-            *["--json", "ops-lazy.json", *FAST],
-        ]
-    ],
-    "stackwars run --suite compile-cache": [["run", "--suite", "compile-cache", *OPS, *SMALL]],
-    "stackwars run --suite models": [
-        ["run", "--suite", "models", "--param", "scale=tiny", "--stacks", "numpy", *FAST]
     ],
     "stackwars run --suite stack-wars": [
         [
@@ -122,6 +122,21 @@ AS_RUN: dict[str, list[list[str]] | None] = {
             "numpy",
             *FAST,
         ]
+    ],
+    "stackwars run": [["run", "--param", "n=32", *SMALL]],
+    "stackwars run --suite stack-wars-ops": [["run", "--suite", "stack-wars-ops", *OPS, *SMALL]],
+    # The user's environment (tests/conftest.py): made by the README's test command before the
+    # tests, so here it is found ready.
+    "stackwars env create torch-xla": [["env", "create", "torch-xla"]],
+    LAZY_OPS: [
+        [
+            *["run", "--suite", "stack-wars-ops", *OPS, "--stacks", "torch-xla:lazy"],
+            *["--json", "ops-lazy.json", *FAST],
+        ]
+    ],
+    "stackwars run --suite compile-cache": [["run", "--suite", "compile-cache", *OPS, *SMALL]],
+    "stackwars run --suite models": [
+        ["run", "--suite", "models", "--param", "scale=tiny", "--stacks", "numpy", *FAST]
     ],
     "stackwars run --suite models --param scale=tiny": [
         ["run", "--suite", "models", "--param", "scale=tiny", "--stacks", "numpy", *FAST]
@@ -496,7 +511,7 @@ NOT_RUN = {
     "python3 -m venv .venv && .venv/bin/pip install -e '.[cuda]'": "downloads gigabytes of "
     "CUDA wheels for a GPU this machine lacks; tests/test_accelerator_extras.py checks the "
     "extra's pins and docs/accelerators.md the resolver's dry run",
-    "stackwars env": "the same command as the results section's `stackwars env [--peak]`, run "
+    "stackwars env": "the same command as docs/cli.md's `stackwars env [--peak]`, run "
     "there once (a worker per framework); tests/test_devices.py checks the devices it lists",
     "stackwars env --peak --device gpu": "measures a GPU this machine lacks; tests/test_peak.py "
     "runs its code path here, where every library says why it has no gpu",
@@ -509,7 +524,7 @@ NOT_RUN = {
 # runs in a folder (and results store) of its own, so the groups are independent tests that
 # pytest-xdist spreads over its workers. Within a group the lines run in the README's order.
 GROUPS = {
-    "quick start and suites": INSTALL_AND_RUN,
+    "quick start and suites": FIRST_EXAMPLE,
     "models and workloads": "stackwars run --suite models --param scale=tiny",
     "results": "stackwars list workloads | stacks | suites",
     "instruments": "stackwars ir --workload ffn --stacks jax:jit,torch:xla --diff jax:jit "
@@ -607,12 +622,21 @@ def grouped() -> dict[str, list[str]]:
 
 
 def blocks(language: str) -> list[str]:
-    text = README.read_text(encoding="utf-8")
-    return re.findall(rf"^```{language}\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+    """The LANGUAGE code blocks of DOCUMENTS, in order."""
+    return [
+        block
+        for document in DOCUMENTS
+        for block in re.findall(
+            rf"^```{language}\n(.*?)^```",
+            document.read_text(encoding="utf-8"),
+            flags=re.MULTILINE | re.DOTALL,
+        )
+    ]
 
 
 def readme_commands() -> list[str]:
-    """Every shell line of the README, without its trailing comment."""
+    """Every shell line of the README and its pages (DOCUMENTS), without its trailing
+    comment."""
     lines = (
         re.sub(r"\s+# .*$", "", line).strip()
         for block in blocks("sh")

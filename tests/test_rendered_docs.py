@@ -67,3 +67,14 @@ def test_a_changed_stored_value_changes_the_rendering(tmp_path: Path) -> None:
     path.write_text(json.dumps(run), encoding="utf-8")
     original = render("benchmarks/gpu/render_visit.py docs/data/gpu-visit-6")
     assert render(f"benchmarks/gpu/render_visit.py {copy}") != original
+
+
+def test_the_readme_example_is_rendered_from_its_run_file(tmp_path: Path) -> None:
+    """The README's first example is its run file's rendering: a changed median changes it."""
+    command = "benchmarks/render_run.py docs/data/readme-example/gemm-256.json"
+    assert ("README.md", command) in {(document, shown) for document, shown, _ in blocks()}
+    run = json.loads((ROOT / command.split()[1]).read_text(encoding="utf-8"))
+    run["cells"][0]["steady"]["median_s"] *= 2
+    changed = tmp_path / "gemm-256.json"
+    changed.write_text(json.dumps(run), encoding="utf-8")
+    assert render(f"benchmarks/render_run.py {changed}") != render(command)
