@@ -25,6 +25,7 @@ from stackwars.instruments.reproduce.data import (
 )
 from stackwars.instruments.reproduce.plan import CLAIMS, FULL, TINY, parts_at
 from stackwars.instruments.reproduce.render import findings_markdown
+from stackwars.results.schema import Cell
 from stackwars.results.store import Store
 
 TINY_EDITION = Path(__file__).parent / "data" / "edition-tiny.json"
@@ -131,6 +132,57 @@ def test_an_interrupted_part_is_kept_as_such_and_resumed(
     assert statuses == [DONE, INTERRUPTED] + [NOT_RUN] * (len(TINY) - 2)
 
 
+def test_a_part_cut_by_the_budget_is_interrupted_and_the_edition_still_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget runs out inside a part: that part stops after the cell that ended (its run
+    resumable), the parts after it are not run, and the edition ends with its findings."""
+
+    clock = FakeClock()
+
+    def cut(part: Any, kept: Any, context: Any) -> None:
+        clock.now += 60
+        if part.name == TINY[1].name:
+            raise service.TimeBudgetSpent
+
+    monkeypatch.setattr(service, "_measure_part", cut)
+    path = tmp_path / "edition.json"
+    edition = service.begin("tiny", 100, ["stackwars", "reproduce"])
+    service.measure(edition, path, Store(tmp_path / "db.sqlite"), _no_reporter, clock=clock)
+    kept = read_edition(path)
+    assert [p.status for p in kept.parts] == [DONE, INTERRUPTED] + [NOT_RUN] * (len(TINY) - 2)
+    assert "spent during this part" in kept.parts[1].reason and kept.ended is not None
+
+
+def test_the_deadline_lets_a_cell_end_then_stops_the_run() -> None:
+    seen: list[str] = []
+
+    class Inner:
+        def __enter__(self) -> Inner:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            seen.append("closed")
+
+        def start_cell(self, label: str) -> None:
+            seen.append(label)
+
+        def phase(self, text: str) -> None: ...
+
+        def end_cell(self, cell: Any) -> None:
+            seen.append("ended")
+
+        def more(self, stacks: Any) -> None: ...
+
+    spent = iter([False, True])
+    watched = service._deadline(lambda cells, stacks: Inner(), lambda: next(spent))
+    with pytest.raises(service.TimeBudgetSpent), watched(2, []) as reporter:
+        for label in ("a", "b", "c"):
+            reporter.start_cell(label)
+            reporter.end_cell(Cell("gemm", {}, "numpy:eager"))
+    assert seen == ["a", "ended", "b", "ended", "closed"]
+
+
 def test_an_edition_from_another_machine_is_not_resumed(tmp_path: Path) -> None:
     edition = service.begin("tiny", 100, ["stackwars", "reproduce"])
     edition.machine["fingerprint"] = "elsewhere"
@@ -147,23 +199,38 @@ def _no_reporter(cells: int, stacks: Any) -> Any:
 @pytest.mark.slow
 def test_the_tiny_edition_runs_end_to_end_from_another_folder(tmp_path: Path) -> None:
     """The command a user types, from a folder that is not the repository, with a plausible
-    hostile KERAS_BACKEND set: every part done, each a run in the store, the findings written
-    and rendered again identically from the file."""
+    hostile KERAS_BACKEND set: first under a budget that runs out inside the claims part (cut
+    after a cell, the rest listed not run, the findings written all the same), then resumed
+    with a larger one: every part done, each a run in the store, the findings rendered again
+    identically from the file."""
     environment = {**os.environ, "KERAS_BACKEND": "torch"}
     command = [sys.executable, "-m", "stackwars", "reproduce", "--scale", "tiny", "--quiet"]
     command += ["--db", str(tmp_path / "db.sqlite"), "--out", str(tmp_path / "edition")]
-    done = subprocess.run(
-        command, check=False, cwd=tmp_path, env=environment, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+
+    def reproduce(*extra: str) -> None:
+        done = subprocess.run(
+            [*command, *extra], check=False, cwd=tmp_path, env=environment, capture_output=True,
+            text=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    reproduce("--time-budget", "20")
+    cut = read_edition(tmp_path / "edition" / "edition.json")
+    statuses = [part.status for part in cut.parts]
+    assert statuses[1] == INTERRUPTED and set(statuses[2:]) == {NOT_RUN}, statuses
+    findings = (tmp_path / "edition" / "findings.md").read_text(encoding="utf-8")
+    assert "was spent during this part" in findings and "was spent before" in findings
+    reproduce("--resume", "--time-budget", "900")
     edition = read_edition(tmp_path / "edition" / "edition.json")
+    assert edition.id == cut.id
     assert [part.status for part in edition.parts] == [DONE] * len(TINY)
     runs = set(Store(tmp_path / "db.sqlite").run_ids())
     assert {part.run_id for part in edition.parts} <= runs
     claims = {data["id"]: data for part in edition.parts for data in part.claims}
     assert claims["seed000-gpu-27x"]["verdict"] == "not checkable here"
     assert claims["seed001-stablehlo-lines-jax"]["value"] > 0
-    assert all(claims[name]["workers"][0] >= 3 for name in ("seed002-jit-poly-6x",))
+    assert claims["seed002-jit-poly-6x"]["workers"][0] >= 3
+    assert "seed002-jit-poly-6x-per-call" in claims
     models = edition.part("models")
     assert models is not None and any(entry["stage"] == "stablehlo" for entry in models.ir)
     findings = (tmp_path / "edition" / "findings.md").read_text(encoding="utf-8")

@@ -13,8 +13,8 @@ findings.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -29,7 +29,8 @@ from stackwars.instruments.reproduce import data as files
 from stackwars.instruments.reproduce.plan import CELLS, CLAIMS, PROBES, Part, parts_at
 from stackwars.results import metadata
 from stackwars.results.captures import RunCapture
-from stackwars.results.run import new_run_id, now
+from stackwars.results.run import Run, new_run_id, now
+from stackwars.results.schema import Cell
 from stackwars.results.store import Store
 from stackwars.runner.session import Reporter
 from stackwars.runner.tasks import Executor
@@ -123,8 +124,7 @@ def measure(
     """Measure every part of ``current`` not yet done, in order, writing ``path`` after each
     (and when interrupted); the budget counts from this call, less the time the parts already
     done took."""
-    spent = sum(part.duration_s or 0.0 for part in current.parts if part.status == files.DONE)
-    start = clock() - spent
+    start = clock() - sum(part.duration_s or 0.0 for part in current.parts)
     plan = {part.name: part for part in parts_at(current.scale)}
     for index, kept in enumerate(current.parts):
         if kept.status == files.DONE:
@@ -135,19 +135,25 @@ def measure(
             continue
         on_note(f"part {index + 1}/{len(current.parts)}: {kept.name} ({kept.seed}), {left:.0f} s "
                 "of the budget left")  # fmt: skip
-        kept.started, began = now(), clock()
+        resumed = kept.run_id if kept.status == files.INTERRUPTED else None
+        kept.started, began, before = now(), clock(), kept.duration_s or 0.0
+        deadline = _deadline(reporter_for, lambda: clock() - start > current.budget_s)
         context = _Context(
-            results, reporter_for, where, f"edition {current.id}: {kept.name}", current.command,
-            current.scale == "tiny", min(left, CLAIMS_SHARE * current.budget_s),
+            results, deadline, where, f"edition {current.id}: {kept.name}", current.command,
+            current.scale == "tiny", min(left, CLAIMS_SHARE * current.budget_s), resumed,
         )  # fmt: skip
         try:
             _measure_part(plan[kept.name], kept, context)
+        except TimeBudgetSpent:
+            _cut(kept, results, _spent_during(current.budget_s))
         except KeyboardInterrupt:
-            kept.status, kept.reason = files.INTERRUPTED, "interrupted (Ctrl-C)"
-            kept.duration_s = clock() - began
+            _cut(kept, results, "interrupted (Ctrl-C); --resume continues it")
+            kept.duration_s = before + clock() - began
             current.write(path)
             raise
-        kept.status, kept.reason, kept.duration_s = files.DONE, "", clock() - began
+        else:
+            kept.status, kept.reason = files.DONE, ""
+        kept.duration_s = before + clock() - began
         current.write(path)
     current.ended, current.duration_s = now(), clock() - start
     current.write(path)
@@ -161,6 +167,58 @@ def _spent(budget_s: float) -> str:
     )
 
 
+def _spent_during(budget_s: float) -> str:
+    return (
+        f"the time budget ({budget_s:.0f} s) was spent during this part: its run keeps the "
+        "cells that ended; --resume with a larger --time-budget continues it"
+    )
+
+
+class TimeBudgetSpent(KeyboardInterrupt):
+    """A cell of a part ended after the edition's budget was spent. A KeyboardInterrupt, so
+    that the run loop stops as it does on Ctrl-C: every cell that ended is kept, the workers
+    still running are stopped, and the run is stored interrupted, to be resumed."""
+
+
+def _deadline(reporter_for: ReporterFor, spent: Callable[[], bool]) -> ReporterFor:
+    """``reporter_for``'s reporters, each raising :class:`TimeBudgetSpent` once a cell ends
+    with the budget spent (a cell is never cut short: its worker's time is its own)."""
+
+    @contextmanager
+    def watched(cells: int, stacks: Sequence[str]) -> Iterator[PartReporter]:
+        with reporter_for(cells, stacks) as inner:
+            yield _Watched(inner, spent)
+
+    return watched
+
+
+@dataclass(frozen=True)
+class _Watched:
+    inner: PartReporter
+    spent: Callable[[], bool]
+
+    def start_cell(self, label: str) -> None:
+        self.inner.start_cell(label)
+
+    def phase(self, text: str) -> None:
+        self.inner.phase(text)
+
+    def end_cell(self, cell: Cell) -> None:
+        self.inner.end_cell(cell)
+        if self.spent():
+            raise TimeBudgetSpent
+
+    def more(self, stacks: Sequence[str]) -> None:
+        self.inner.more(stacks)
+
+
+def _cut(kept: files.PartResult, results: Store, why: str) -> None:
+    """A part stopped before its end: interrupted, with the cells its run kept."""
+    kept.status, kept.reason = files.INTERRUPTED, why
+    if kept.run_id is not None and kept.run_id in results.run_ids():
+        kept.cells = files.compact_cells(results.load_run(kept.run_id).cells)
+
+
 @dataclass(frozen=True)
 class _Context:
     """What every part's measurement needs besides the part itself."""
@@ -172,6 +230,9 @@ class _Context:
     argv: Sequence[str]
     tiny: bool
     claims_budget_s: float  # what the claims' added workers may take
+    # The run of a part interrupted before: a cells part goes on with it; probes and claims
+    # are measured again.
+    resumed: str | None = None
 
 
 def _measure_part(part: Part, kept: files.PartResult, context: _Context) -> None:
@@ -189,7 +250,10 @@ def _cells(part: Part, kept: files.PartResult, context: _Context) -> None:
         suite=part.suite, workload=part.workload, params=part.params, stacks=part.stacks
     )
     measure = _measure_options(part, context.tiny)
-    planned = api.plan_run(selection, measure, context.argv, context.label)
+    if context.resumed is not None:
+        planned = api.plan_resume(context.results, context.resumed)
+    else:
+        planned = api.plan_run(selection, measure, context.argv, context.label)
     kept.run_id = planned.record.id
     after = [CaptureAfterRun()] if part.capture_ir else []
     stacks = [cell.spec.stack for cell in planned.cells if not cell.skip_reason]
@@ -234,13 +298,26 @@ def _claims(part: Part, kept: files.PartResult, context: _Context) -> None:
     cells = prepared.planned.cells
     stacks = [cell.spec.stack for cell in cells if not cell.skip_reason]
     executor = context.where.open(prepared.planned.options)
-    with context.reporter_for(len(cells), stacks) as reporter:
-        record = claimcheck.measure(
-            prepared, context.results, reporter, settings, on_round=reporter.more,
-            executor=executor,
-        )  # fmt: skip
     alpha = settings.alpha if settings is not None else DEFAULT_ALPHA
-    judged = claimcheck.conclude(prepared, record, context.results, alpha=alpha)
+    try:
+        with context.reporter_for(len(cells), stacks) as reporter:
+            record = claimcheck.measure(
+                prepared, context.results, reporter, settings, on_round=reporter.more,
+                executor=executor,
+            )  # fmt: skip
+    except TimeBudgetSpent:
+        # Judged from the cells that ended: a claim whose cells did not run says so.
+        record = context.results.load_run(kept.run_id)
+        _judge(prepared, record, kept, context.results, alpha)
+        raise
+    _judge(prepared, record, kept, context.results, alpha)
+
+
+def _judge(
+    prepared: claimcheck.ClaimCheck, record: Run, kept: files.PartResult, results: Store,
+    alpha: float,
+) -> None:  # fmt: skip
+    judged = claimcheck.conclude(prepared, record, results, alpha=alpha)
     kept.claims = [result.to_dict() for result in judged]
     kept.cells = files.compact_cells(record.cells)
 
