@@ -43,6 +43,15 @@ def test_the_findings_name_each_seed_claim_once_with_its_verdict() -> None:
     assert edition.id in text and str(edition.machine["fingerprint"]) in text
 
 
+def test_earlier_editions_are_listed_newest_first_after_this_one() -> None:
+    current = read_edition(TINY_EDITION)
+    older = copy.deepcopy(current)
+    older.id, older.started = "20261101-000000-aaaaaa", "2026-11-01T00:00:00+00:00"
+    text = findings_markdown(current, [older])
+    assert text.index(current.id) < text.index(older.id)
+    assert f"| {older.id} | 2026-11-01T00:00:00+00:00 |" in text
+
+
 def test_a_changed_stored_value_changes_the_findings(tmp_path: Path) -> None:
     data = json.loads(TINY_EDITION.read_text(encoding="utf-8"))
     before = findings_markdown(read_edition(TINY_EDITION))

@@ -74,6 +74,13 @@ def add_reproduce(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--markdown", metavar="PATH", help="where the findings go (default: --out/findings.md)"
     )
+    parser.add_argument(
+        "--earlier",
+        action="append",
+        default=[],
+        metavar="EDITION",
+        help="with --render: an earlier edition's file, listed in the findings (repeatable)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress")
     add_db(parser)
     add_executor(parser, "cells")
@@ -84,7 +91,8 @@ def reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
     if args.render:
         edition = read_edition(Path(args.render))
-        write_atomically(Path(args.markdown or "findings.md"), findings_markdown(edition))
+        earlier = [read_edition(Path(name)) for name in args.earlier]
+        write_atomically(Path(args.markdown or "findings.md"), findings_markdown(edition, earlier))
         return 0
     out = Path(args.out)
     path = service.edition_path(out)

@@ -31,9 +31,11 @@ CELL_COLUMNS = ("Cell", "Status", "Steady (95% interval)", "First run", "Runs to
                 "Peak RSS", "Parity")  # fmt: skip
 
 
-def findings_markdown(edition: Edition) -> str:
-    """The whole findings page."""
-    blocks = [TITLE, "", *provenance(edition), "", *parts_table(edition.parts)]
+def findings_markdown(edition: Edition, earlier: Sequence[Edition] = ()) -> str:
+    """The whole findings page; ``earlier``: the editions before it, listed so that a reader
+    sees what changed."""
+    blocks = [TITLE, "", *provenance(edition), "", *editions_table(edition, earlier), ""]
+    blocks += parts_table(edition.parts)
     claims = [ClaimResult.from_dict(data) for part in edition.parts for data in part.claims]
     for prefix, title in SEEDS.items():
         mine = [claim for claim in claims if claim.id.startswith(prefix)]
@@ -67,6 +69,19 @@ def provenance(edition: Edition) -> list[str]:
         "",
         f"Versions: {escape(_versions(edition.versions))}.",
     ]
+
+
+def editions_table(current: Edition, earlier: Sequence[Edition]) -> list[str]:
+    """This edition and those before it, newest first: date, machine, commit, scale."""
+    rows = [table_row(("Edition", "Begun", "Machine", "Commit", "Scale", "")), "|" + " --- |" * 6]
+    ordered = [current, *sorted(earlier, key=lambda e: e.started, reverse=True)]
+    for edition in ordered:
+        commit = str((edition.source or {}).get("commit") or "unknown")[:12]
+        machine = f"{edition.machine.get('cpu_model')} ({edition.machine.get('fingerprint')})"
+        which = "this one" if edition is current else "earlier"
+        rows.append(table_row((edition.id, edition.started, machine, commit, edition.scale,
+                               which)))  # fmt: skip
+    return rows
 
 
 def _blas(machine: dict[str, Any]) -> str:
