@@ -1,5 +1,8 @@
 """The experiments of an edition: each seed question's cells, probes or claims, at each scale.
 
+The parts run in this order, so that a budget that runs out leaves out the longest and least
+asked-for: the claims (the findings) first, the models and Keras's stacks last.
+
 A part is measured by the services every other command uses (a suite's run with
 ``service.execution``, ``stackwars behave``'s probes, ``stackwars claims``), so an edition
 measures exactly what those commands would. ``full`` is every seed experiment at the seeds'
@@ -49,12 +52,6 @@ SEED_000, SEED_001, SEED_002 = "seed 000", "seed 001", "seed 002"
 
 FULL = (
     Part(
-        "pitfalls",
-        SEED_000,
-        "what async dispatch, PRNG keys, tracing and the JIT pitfalls do to a user's code",
-        PROBES,
-    ),
-    Part(
         "claims",
         "seeds 000-002",
         "each quantitative statement of the seeds (and Keras's), judged by its 95 % interval",
@@ -86,6 +83,12 @@ FULL = (
         CELLS,
         suite="stack-wars-ops",
         capture_ir=True,
+    ),
+    Part(
+        "pitfalls",
+        SEED_000,
+        "what async dispatch, PRNG keys, tracing and the JIT pitfalls do to a user's code",
+        PROBES,
     ),
     Part(
         "numpy-vs-jax",
