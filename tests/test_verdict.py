@@ -134,6 +134,7 @@ def test_a_bisect_step_shows_the_gate_verdict_it_was_judged_by() -> None:
         (["--fail-above", "25"], 0.25),  # the rows speak of the gate's limit
         (["--fail-above", "25", "--threshold", "10"], 0.10),  # unless told otherwise
         ([], 0.05),  # no gate: the default
+        (["--fail-above", "150"], 0.05),  # no row threshold reaches 100 %: the default
     ],
 )
 def test_an_ab_sessions_rows_read_the_gates_limit(argv: list[str], threshold: float) -> None:

@@ -105,11 +105,14 @@ def add_threshold(parser: argparse.ArgumentParser) -> None:
 
 def threshold_pct(args: argparse.Namespace) -> float:
     """--threshold as given; else the gate's --fail-above (a row read against another limit
-    than its gate's would say 'undecided' of a cell the gate has failed); else the default."""
+    than its gate's would say 'undecided' of a cell the gate has failed) where it can be a
+    row's threshold (below 100 %: a change both ways); else the default."""
     if args.threshold is not None:
         return args.threshold
-    fail_above = getattr(args, "fail_above", None)
-    return DEFAULT_THRESHOLD_PCT if fail_above is None else fail_above
+    fail_above: float | None = getattr(args, "fail_above", None)
+    if fail_above is not None and 0 <= fail_above < 100:
+        return fail_above
+    return DEFAULT_THRESHOLD_PCT
 
 
 def add_verdict_options(parser: argparse.ArgumentParser) -> None:
