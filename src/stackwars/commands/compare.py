@@ -49,7 +49,7 @@ def add_compare(subparsers: Subparsers) -> None:
         metavar="PCT",
         help="run-to-run standard deviation added when each side is one run, taken as given "
         "(default: the value measured here, 4 %%, counted with the uncertainty of its six-run "
-        "estimate, docs/results.md); 0 trusts the runs' own workers. Several runs a side are "
+        "estimate, docs/log.md); 0 trusts the runs' own workers. Several runs a side are "
         "compared run by run and need none",
     )
     parser.set_defaults(handler=compare)

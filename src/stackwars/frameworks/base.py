@@ -141,14 +141,14 @@ class ModelMemory:
     keeps_attention_scores: bool = True
     # Logits-sized tensors alive at once while the loss's backward runs, where measured: torch's
     # cross_entropy holds the log-probabilities it kept, their gradient and the logits'
-    # gradient (3; five out-of-memory errors on three GPUs, docs/results.md "fourth visit"). 0:
+    # gradient (3; five out-of-memory errors on three GPUs, docs/log.md "fourth visit"). 0:
     # not measured, and the forward's own peak stands for the backward's.
     loss_backward_logits: int = 0
     # Logits-sized blocks the device allocator keeps reserved but unused at a train step's
     # peak: torch's caching allocator, having split the blocks the loss freed, had 12.1, 20.1
     # and 21.9 GiB reserved but free beside logits of 12.7, 20.9 and 22.6 GiB when it ran out
     # (three GPUs), and with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True the same step ran
-    # (docs/results.md "fourth visit"). The prediction does not read that setting: with it the
+    # (docs/log.md "fourth visit"). The prediction does not read that setting: with it the
     # answer is one block low.
     cached_free_logits: int = 0
 

@@ -159,7 +159,7 @@ def speed_mode_table(cells: Iterable[Cell]) -> RichTable:
         caption="Per worker, fastest first within a cell. Huge pages: the worker's anonymous "
         "memory in transparent huge pages after its timed blocks. Other processes: the CPU "
         "they kept busy while the worker ran. Not yet measured: which of these explains "
-        "workers that land at different speeds (docs/results.md).",
+        "workers that land at different speeds (docs/evidence.md).",
         caption_justify="left",
     )
     for name in SPEED_COLUMNS:

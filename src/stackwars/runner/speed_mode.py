@@ -2,7 +2,7 @@
 (``settings.speed_mode``; ``show --details`` lists it per worker).
 
 Fresh workers of one cell land at two or three speeds (GEMM 1024² at ~7, ~10.5 or ~14 ms,
-docs/results.md), and a comparison cannot tell a change from a worker that landed in another
+docs/evidence.md), and a comparison cannot tell a change from a worker that landed in another
 mode. Candidate causes, each recorded so that a measurement can show which explains the modes:
 
 * transparent huge pages: this kernel's THP policy (``enabled``, ``defrag``) and how much of the

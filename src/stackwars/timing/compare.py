@@ -5,7 +5,7 @@ or more workers (``list[list[float]]``: workers, then steady blocks). Above 1 th
 the candidate is slower.
 
 The unit of evidence is the worker (a fresh process): times move between processes far more
-than within one (13 % to several hundred % here, docs/results.md), so thousands of blocks from
+than within one (13 % to several hundred % here, docs/evidence.md), so thousands of blocks from
 one process say how precisely that process was measured, not whether the code changed.
 
 Variance has three levels (Kalibera & Jones, "Rigorous Benchmarking in Reasonable Time",
@@ -14,7 +14,7 @@ data (``Components``). The third is not when each side is one run, measured one 
 other: every worker of a run shares that run's machine state (a neighbour's load, clocks,
 memory placement), and the spread between them underestimates the difference between two runs.
 Such a comparison adds ``run_drift``, a run-to-run standard deviation measured on A/A pairs of
-separate runs (docs/results.md, "Run-to-run drift"), to the variance of the difference; when
+separate runs (docs/log.md, "Run-to-run drift"), to the variance of the difference; when
 the sides' workers alternate in time (``stackwars ab``, or several runs per side that
 interleave) the drift hits both sides alike and is in the between-worker spread already.
 
@@ -24,7 +24,7 @@ interleave) the drift hits both sides alike and is in the between-worker spread 
   freedom of the workers kept, plus ``2 * run_drift**2`` for two single runs, its uncertainty
   counted by Satterthwaite's degrees of freedom; with fewer than 5
   workers a side nothing is trimmed and it is Student's t), and the p-value is that test's.
-  Trimming keeps one disturbed worker from swamping the variance; docs/results.md measures
+  Trimming keeps one disturbed worker from swamping the variance; docs/log.md measures
   what it costs.
 * The verdict reads the interval against the practical threshold ±t (above 1 + t, below
   1 / (1 + t)):
@@ -78,7 +78,7 @@ DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 2000
 # The run-to-run standard deviation (of log times) assumed for two single separate runs:
-# measured on six separate runs with other work between them (docs/results.md "Run-to-run
+# measured on six separate runs with other work between them (docs/log.md "Run-to-run
 # drift", 2026-11-25: 4.0 % for torch:eager, the stack whose workers spread least; 7.6 % and
 # 10.8 % for jax:jit and numpy:eager). An estimate from six runs, not a known constant: it
 # enters the interval with its five degrees of freedom (Satterthwaite), so a comparison that
@@ -330,7 +330,7 @@ def log_difference(
     """Per-worker medians of both sides (at least 2 each) -> the trimmed t statistic's parts
     on their logarithms: Yuen's standard error, and the pooled test's degrees of freedom over
     the workers kept (Welch's lost a fifth of the one-look gate's power on real workers at 3 a
-    side, docs/results.md, at no gain in false alarms). A run-to-run term estimated with
+    side, docs/log.md, at no gain in false alarms). A run-to-run term estimated with
     ``run_drift_df`` degrees of freedom (infinite: given as known) adds its variance and, by
     Satterthwaite's rule, its uncertainty."""
     log_b, log_c = [math.log(x) for x in baseline], [math.log(x) for x in candidate]
@@ -506,7 +506,7 @@ def compare_amounts(
     half the widest spread of logarithms the caller saw among one cell's workers of the same
     stack (Popoviciu: no amount confined to a range varies more than half its width).
     Amounts land on levels: a jax:jit worker's peak RSS is about 60 MiB above its siblings'
-    in three workers of ten (docs/results.md), so three workers a side all on one level show
+    in three workers of ten (docs/evidence.md), so three workers a side all on one level show
     no spread at all, and ``compare`` alone called such a coincidence certain (p = 4e-10,
     an A/A pair of separate runs failed on it). A stack whose amounts do not vary keeps the
     test as sharp as before. ``plan`` as ``compare``'s."""

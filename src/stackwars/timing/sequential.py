@@ -47,7 +47,7 @@ from typing import Any
 
 # Yuen's trimming (timing/compare.py's test, and the looks' here): a fifth of each side's
 # workers at either end weigh only as the nearest kept one, so one disturbed worker (40 ms among
-# 1.5 ms ones, docs/results.md) cannot swamp the variance; below 5 workers a side nothing is
+# 1.5 ms ones, docs/log.md) cannot swamp the variance; below 5 workers a side nothing is
 # trimmed and the test is Welch's t.
 TRIM = 0.2
 # Paths simulated for the reference: its p-values are exact to about

@@ -213,7 +213,7 @@ def _device_slack_for(
 def _error_growth(spec: ModelSpec, params: Mapping[str, Any]) -> float:
     """Rounding grows with the length of the sums and the depth: the fourth root of the
     parameter count tracks both across these models in float32 (measured errors in
-    docs/results.md). In bfloat16 the error is dominated by rounding the weights themselves
+    docs/log.md). In bfloat16 the error is dominated by rounding the weights themselves
     (norm gains near 1 lose their deviation), at any size: measured max |err| / RMS against
     float64 is 0.01-0.035 for the tiny BERT, ViT and ResNet, 0.15 for the tiny LLaMA, 0.04-0.055
     for GPT-2 small and 0.11-0.14 for GPT-Neo 1.3B on torch, jax.jit and tf. The bfloat16 factor
