@@ -104,6 +104,7 @@ AS_RUN: dict[str, list[list[str]] | None] = {
     ],
     INSTALL_AND_RUN: [["run", "--param", "n=32", *SMALL]],
     INSTALL_AND_TEST: None,
+    "stackwars reproduce": [["reproduce", "--scale", "tiny", "--time-budget", "1", "--quiet"]],
     "stackwars run --suite seed-blog": [["run", "--suite", "seed-blog", "--param", "n=32", *SMALL]],
     # The suite on numpy: its jax cells are workloads test_workload_contract.py runs on every
     # stack (here about 25 s of fresh jax:jit workers).
@@ -446,6 +447,9 @@ AS_RUN: dict[str, list[list[str]] | None] = {
 }
 # Substitutions that change more than sizes, stacks and budgets, and why.
 WHY = {
+    "stackwars reproduce": "--scale tiny --time-budget 1: the edition stops after its first "
+    "cell and lists every other part not run, its findings written all the same; "
+    "tests/test_reproduce.py runs the whole tiny edition, cut by its budget and resumed",
     BISECT_PLAN: "--versions: the releases the index offered (tests/data/bisect): tests never "
     "ask the package index",
     "stackwars env [--peak]": "--peak measures the machine for ~4 minutes (tests/test_peak.py)",

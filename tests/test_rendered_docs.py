@@ -47,7 +47,7 @@ def render(command: str) -> str:
 
 
 def test_the_documents_hold_rendered_blocks() -> None:
-    assert any(document == "results.md" for document, _, _ in blocks())
+    assert any(document == "log.md" for document, _, _ in blocks())
 
 
 @pytest.mark.parametrize(("document", "command", "body"), blocks(), ids=lambda v: str(v)[:40])
@@ -78,3 +78,29 @@ def test_the_readme_example_is_rendered_from_its_run_file(tmp_path: Path) -> Non
     changed = tmp_path / "gemm-256.json"
     changed.write_text(json.dumps(run), encoding="utf-8")
     assert render(f"benchmarks/render_run.py {changed}") != render(command)
+
+
+EDITION = "docs/data/edition/edition.json"
+FINDINGS = f"benchmarks/render_findings.py {EDITION}"
+
+
+def test_the_findings_are_the_committed_editions_with_every_claim_once() -> None:
+    """docs/findings.md is the committed edition rendered (checked with every block above),
+    and names each built-in claim once, each judged once per reading."""
+    from stackwars.instruments.claims.service import load_claims
+
+    assert ("findings.md", FINDINGS) in {(document, shown) for document, shown, _ in blocks()}
+    text = (ROOT / "docs" / "findings.md").read_text(encoding="utf-8")
+    for claim in load_claims([], builtin=True):
+        assert text.count(f"`{claim.id}`") == 1, claim.id
+    assert ("README.md", f"{FINDINGS} --headlines") in {(d, shown) for d, shown, _ in blocks()}
+
+
+def test_a_changed_value_in_a_copy_of_the_edition_changes_the_findings(tmp_path: Path) -> None:
+    data = json.loads((ROOT / EDITION).read_text(encoding="utf-8"))
+    claims = next(part for part in data["parts"] if part["claims"])["claims"]
+    measured = next(claim for claim in claims if claim["value"] is not None)
+    measured["value"] *= 1.01
+    changed = tmp_path / "edition.json"
+    changed.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    assert render(f"benchmarks/render_findings.py {changed}") != render(FINDINGS)

@@ -52,6 +52,17 @@ def test_earlier_editions_are_listed_newest_first_after_this_one() -> None:
     assert f"| {older.id} | 2026-11-01T00:00:00+00:00 |" in text
 
 
+def test_a_cell_measured_on_another_kind_of_machine_is_named(tmp_path: Path) -> None:
+    data = json.loads(TINY_EDITION.read_text(encoding="utf-8"))
+    part = next(part for part in data["parts"] if part["cells"])
+    assert "**Not one machine" not in findings_markdown(read_edition(TINY_EDITION))
+    part["cells"][0]["nodes"] = ["0123456789ab"]
+    path = tmp_path / "edition.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    text = findings_markdown(read_edition(path))
+    assert "**Not one machine:** 1 cell(s)" in text and "0123456789ab" in text
+
+
 def test_a_changed_stored_value_changes_the_findings(tmp_path: Path) -> None:
     data = json.loads(TINY_EDITION.read_text(encoding="utf-8"))
     before = findings_markdown(read_edition(TINY_EDITION))
@@ -190,6 +201,36 @@ def test_the_deadline_lets_a_cell_end_then_stops_the_run() -> None:
             reporter.start_cell(label)
             reporter.end_cell(Cell("gemm", {}, "numpy:eager"))
     assert seen == ["a", "ended", "b", "ended", "closed"]
+
+
+def test_the_budget_stops_a_probes_part_after_the_outcome_that_ends_past_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """behave's probes take no reporter: the outcome that ends past the budget stops them,
+    the outcomes so far kept and the cut run named by its label."""
+    from stackwars.instruments.behave.data import Outcome
+    from stackwars.results.run import Run
+
+    store = Store(tmp_path / "db.sqlite")
+    label = "edition e: pitfalls"
+
+    def fake_behave(*args: Any, on_outcome: Any, **kwargs: Any) -> Any:
+        run = Run(id="r-probes", started="2026-11-28T00:00:00+00:00", machine={}, versions={},
+                  argv=[], identity={"label": label}, kind="behave")  # fmt: skip
+        store.begin_run(run)
+        for probe in ("value-if", "side-effect", "new-shape"):
+            on_outcome(Outcome(probe, "jax:jit", "works", ""))
+        raise AssertionError("the budget should have stopped the probes")
+
+    monkeypatch.setattr(service, "behave_run", fake_behave)
+    spent = iter([False, True])
+    context = service._Context(store, _no_reporter, service.Where(), label, [], True, 0.0,
+                               spent=lambda: next(spent))  # fmt: skip
+    kept = service.files.PartResult("pitfalls", "seed 000", "?", "probes")
+    with pytest.raises(service.TimeBudgetSpent):
+        service._probes(next(p for p in FULL if p.kind == "probes"), kept, context)
+    assert [o["probe"] for o in kept.outcomes] == ["value-if", "side-effect"]
+    assert kept.run_id == "r-probes"
 
 
 def test_an_edition_from_another_machine_is_not_resumed(tmp_path: Path) -> None:

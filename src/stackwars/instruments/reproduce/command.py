@@ -90,9 +90,11 @@ def add_reproduce(subparsers: Subparsers) -> None:
 def reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     console = report_console()
     if args.render:
-        edition = read_edition(Path(args.render))
+        source = Path(args.render)
+        edition, size = read_edition(source), source.stat().st_size
         earlier = [read_edition(Path(name)) for name in args.earlier]
-        write_atomically(Path(args.markdown or "findings.md"), findings_markdown(edition, earlier))
+        markdown = findings_markdown(edition, earlier, size)
+        write_atomically(Path(args.markdown or "findings.md"), markdown)
         return 0
     out = Path(args.out)
     path = service.edition_path(out)
@@ -116,7 +118,7 @@ def reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     console.print(Text(f"edition {edition.id} ({edition.scale}) in {out}; runs in {results.path}"))
     finished = service.measure(edition, path, results, progress, where=where, on_note=note)
     markdown = Path(args.markdown) if args.markdown else out / "findings.md"
-    write_atomically(markdown, findings_markdown(finished))
+    write_atomically(markdown, findings_markdown(finished, size_bytes=path.stat().st_size))
     left = [f"{p.name} ({p.reason})" for p in finished.parts if p.status != DONE]
     console.print(Text(f"findings: {markdown}; edition: {path}"))
     if left:

@@ -15,7 +15,7 @@ from typing import Any
 
 from stackwars.instruments.claims.render import format_measured, verdict_counts
 from stackwars.instruments.claims.verdict import ClaimResult
-from stackwars.instruments.reproduce.data import DONE, Edition, PartResult
+from stackwars.instruments.reproduce.data import DONE, EDITION_FORMAT, Edition, PartResult
 from stackwars.instruments.reproduce.plan import NOT_COVERED
 from stackwars.report.markdown_text import escape, table_row
 from stackwars.report.table import format_bytes, format_seconds
@@ -27,14 +27,29 @@ SEEDS = {
     "seed002": "Seed 002: JAX vs NumPy",
     "keras": "Keras 3's own statements",
 }
+# The findings the README shows, one per seed question, chosen before any edition ran: seed
+# 000's CPU parity and what jit buys, seed 001's steady state and memory on the seed's own
+# PyTorch/XLA, seed 002's 6x as the seed measured it.
+HEADLINES = (
+    "seed000-cpu-gemm-torch-vs-jax",
+    "seed000-selu-jit-8x-cpu",
+    "seed001-jax-performance-better-torch-xla",
+    "seed001-memory-gpt2-torch-xla",
+    "seed002-jit-poly-6x-as-measured",
+)
 CELL_COLUMNS = ("Cell", "Status", "Steady (95% interval)", "First run", "Runs to steady",
                 "Peak RSS", "Parity")  # fmt: skip
 
 
-def findings_markdown(edition: Edition, earlier: Sequence[Edition] = ()) -> str:
+def findings_markdown(
+    edition: Edition, earlier: Sequence[Edition] = (), size_bytes: int | None = None
+) -> str:
     """The whole findings page; ``earlier``: the editions before it, listed so that a reader
-    sees what changed."""
-    blocks = [TITLE, "", *provenance(edition), "", *editions_table(edition, earlier), ""]
+    sees what changed; ``size_bytes``: the edition file's size, said with its provenance."""
+    blocks = [TITLE, "", *provenance(edition), *elsewhere(edition)]
+    if size_bytes is not None:
+        blocks += ["", f"The edition's file (format {EDITION_FORMAT}): {format_bytes(size_bytes)}."]
+    blocks += ["", *editions_table(edition, earlier), ""]
     blocks += parts_table(edition.parts)
     claims = [ClaimResult.from_dict(data) for part in edition.parts for data in part.claims]
     for prefix, title in SEEDS.items():
@@ -47,6 +62,28 @@ def findings_markdown(edition: Edition, earlier: Sequence[Edition] = ()) -> str:
     for part in edition.parts:
         blocks += part_evidence(part)
     return "\n".join(blocks).rstrip() + "\n"
+
+
+def headlines_markdown(edition: Edition, ids: Sequence[str] = HEADLINES) -> str:
+    """The README's findings: for each claim id, the seed's sentence, stackwars' value and the
+    verdict, then where the edition came from."""
+    found = {data["id"]: ClaimResult.from_dict(data) for p in edition.parts for data in p.claims}
+    lines = []
+    for name in ids:
+        claim = found.get(name)
+        if claim is None:
+            lines.append(f"- `{escape(name)}`: not in this edition")
+            continue
+        measured = format_measured(claim) or "nothing measured"
+        lines.append(
+            f"- “{escape(claim.quote)}” ({escape(claim.source.split(' (')[0])}): "
+            f"**{escape(claim.verdict)}**, {escape(measured)} (`{escape(claim.id)}`)"
+        )
+    machine = edition.machine
+    cpu = escape(str(machine.get("cpu_model")))
+    begun = f"begun {escape(edition.started)} on {cpu} ({machine.get('logical_cores')} cores)"
+    lines += ["", f"Edition `{escape(edition.id)}`, {begun}."]
+    return "\n".join(lines) + "\n"
 
 
 def provenance(edition: Edition) -> list[str]:
@@ -69,6 +106,22 @@ def provenance(edition: Edition) -> list[str]:
         "",
         f"Versions: {escape(_versions(edition.versions))}.",
     ]
+
+
+def elsewhere(edition: Edition) -> list[str]:
+    """A warning when a cell ran on a machine of another fingerprint (a Ray node unlike the
+    head): an edition is one kind of machine's, and such cells are named."""
+    home = str(edition.machine.get("fingerprint"))
+    odd = [
+        f"{cell['cell']} ({', '.join(cell['nodes'])})"
+        for part in edition.parts
+        for cell in part.cells
+        if set(cell.get("nodes") or ()) - {home}
+    ]
+    if not odd:
+        return []
+    return ["", f"**Not one machine:** {len(odd)} cell(s) ran on machines of another "
+            f"fingerprint than `{escape(home)}`: {escape('; '.join(odd))}."]  # fmt: skip
 
 
 def editions_table(current: Edition, earlier: Sequence[Edition]) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from stackwars.config import INPUT_MODES, RunOptions
 from stackwars.errors import UsageError
+from stackwars.instruments.behave.data import Outcome
 from stackwars.instruments.behave.service import PROBE_TIMEOUT_S, behave_run, default_jobs
 from stackwars.instruments.claims import service as claimcheck
 from stackwars.instruments.claims.spec import Claim, with_overrides
@@ -46,6 +47,7 @@ CLAIMS_SHARE = 0.4
 TINY_STEADY_BUDGET_S = 0.05
 EDITION_FILE = "edition.json"
 DEFAULT_INPUTS = INPUT_MODES[0]
+OUTCOME_KEYS = ("probe", "stack", "outcome", "detail")  # what the edition keeps of a probe's
 SOURCE = Path(__file__).resolve().parents[3]  # the checkout that holds src/stackwars
 
 
@@ -137,10 +139,14 @@ def measure(
                 "of the budget left")  # fmt: skip
         resumed = kept.run_id if kept.status == files.INTERRUPTED else None
         kept.started, began, before = now(), clock(), kept.duration_s or 0.0
-        deadline = _deadline(reporter_for, lambda: clock() - start > current.budget_s)
+
+        def spent() -> bool:
+            return clock() - start > current.budget_s
+
         context = _Context(
-            results, deadline, where, f"edition {current.id}: {kept.name}", current.command,
-            current.scale == "tiny", min(left, CLAIMS_SHARE * current.budget_s), resumed,
+            results, _deadline(reporter_for, spent), where, f"edition {current.id}: {kept.name}",
+            current.command, current.scale == "tiny", min(left, CLAIMS_SHARE * current.budget_s),
+            resumed, spent,
         )  # fmt: skip
         try:
             _measure_part(plan[kept.name], kept, context)
@@ -233,6 +239,7 @@ class _Context:
     # The run of a part interrupted before: a cells part goes on with it; probes and claims
     # are measured again.
     resumed: str | None = None
+    spent: Callable[[], bool] = lambda: False  # whether the edition's budget is spent
 
 
 def _measure_part(part: Part, kept: files.PartResult, context: _Context) -> None:
@@ -270,18 +277,33 @@ def _cells(part: Part, kept: files.PartResult, context: _Context) -> None:
 def _probes(part: Part, kept: files.PartResult, context: _Context) -> None:
     jobs = 1 if context.where.executor == "ray" else default_jobs()
     executor = context.where.open(RunOptions(jobs=jobs))
+
+    def seen(outcome: Outcome) -> None:
+        kept.outcomes.append({key: getattr(outcome, key) for key in OUTCOME_KEYS})
+        if context.spent():  # as a cell's end does for a cells part (_Watched)
+            raise TimeBudgetSpent
+
+    kept.outcomes = []
     try:
         record = behave_run(
             list(part.probes), part.stacks, context.results, argv=context.argv,
             label=context.label, timeout_s=PROBE_TIMEOUT_S, jobs=jobs, executor=executor,
+            on_outcome=seen,
         )  # fmt: skip
+    except TimeBudgetSpent:
+        kept.run_id = _labelled(context.results, context.label)
+        raise
     finally:
         executor.close()
     kept.run_id = record.id
-    kept.outcomes = [
-        {key: outcome.get(key) for key in ("probe", "stack", "outcome", "detail")}
-        for outcome in record.outcomes
-    ]
+
+
+def _labelled(results: Store, label: str) -> str | None:
+    """The newest run stored under ``label`` (a run cut short, whose id was not returned)."""
+    for run_id in reversed(results.run_ids()):
+        if results.load_run(run_id).identity.get("label") == label:
+            return run_id
+    return None
 
 
 def _claims(part: Part, kept: files.PartResult, context: _Context) -> None:
