@@ -233,6 +233,11 @@ def test_the_budget_stops_a_probes_part_after_the_outcome_that_ends_past_it(
     assert kept.run_id == "r-probes"
 
 
+def test_a_resume_without_an_edition_names_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="start one with 'stackwars reproduce --out"):
+        service.resume(tmp_path / "edition.json")
+
+
 def test_an_edition_from_another_machine_is_not_resumed(tmp_path: Path) -> None:
     edition = service.begin("tiny", 100, ["stackwars", "reproduce"])
     edition.machine["fingerprint"] = "elsewhere"

@@ -102,6 +102,11 @@ def begin(scale: str, budget_s: float, argv: Sequence[str]) -> files.Edition:
 def resume(path: Path) -> files.Edition:
     """The edition in ``path``, to go on with; one begun on another kind of machine is
     refused (an edition is one machine's)."""
+    if not path.is_file():
+        raise UsageError(
+            f"no edition to resume in {path.parent}: start one with 'stackwars reproduce "
+            f"--out {path.parent}', or name the folder that holds one with --out"
+        )
     found = files.read_edition(path)
     here = metadata.run_identity("")["fingerprint"]
     if found.machine.get("fingerprint") != here:
