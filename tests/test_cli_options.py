@@ -47,3 +47,9 @@ def test_every_command_and_option_is_as_recorded() -> None:
 def test_every_command_names_its_handler() -> None:
     for name, parser in _subparsers(build_parser()).choices.items():
         assert callable(parser.get_default("handler")), name
+
+
+def test_every_command_s_help_formats() -> None:
+    """A stray '%' in a help text breaks only that command's --help, at the user's hands."""
+    for name, parser in _subparsers(build_parser()).choices.items():
+        assert parser.format_help().startswith(f"usage: stackwars {name}"), name

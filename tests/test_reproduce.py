@@ -136,6 +136,36 @@ def test_a_part_past_the_budget_is_listed_not_run_and_a_resume_with_more_runs_it
     assert [p.status for p in read_edition(path).parts] == [DONE] * len(TINY)
 
 
+def test_parts_a_resume_measured_with_newer_code_are_named_with_their_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edition begun at one commit and resumed at another is still one edition, but the
+    findings say which parts the newer code measured."""
+    clock, commit = FakeClock(), {"commit": "a" * 40, "dirty": False}
+
+    def fake_part(part: Any, kept: Any, context: Any) -> None:
+        clock.now += 40
+
+    monkeypatch.setattr(service, "_measure_part", fake_part)
+    monkeypatch.setattr(service.metadata, "git_state", lambda source: dict(commit))
+    path, store = tmp_path / "edition.json", Store(tmp_path / "db.sqlite")
+    service.measure(service.begin("tiny", 100, ["stackwars"]), path, store, _no_reporter,
+                    clock=clock)  # fmt: skip
+    assert "Resumed with other code" not in findings_markdown(read_edition(path))
+    commit["commit"] = "b" * 40
+    resumed = service.with_budget(service.resume(path), 1000)
+    service.measure(resumed, path, store, _no_reporter, clock=clock)
+    findings = findings_markdown(read_edition(path))
+    assert all(f"{p.name} at `{'b' * 12}`" in findings for p in TINY[3:])
+    assert not any(f"{p.name} at `" in findings for p in TINY[:3])
+
+
+def test_an_edition_of_format_1_still_reads_and_says_its_format() -> None:
+    edition = read_edition(TINY_EDITION)
+    assert edition.file_format == 1 and all(part.source is None for part in edition.parts)
+    assert "(format 1)" in findings_markdown(edition, size_bytes=1)
+
+
 def test_an_interrupted_part_is_kept_as_such_and_resumed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -57,7 +57,7 @@ def add_reproduce(subparsers: Subparsers) -> None:
         metavar="S",
         help=f"seconds for the whole edition ({service.DEFAULT_BUDGET_S:.0f}); no part starts "
         "after it is spent, and the claims add workers within "
-        f"{service.CLAIMS_SHARE:.0%} of it",
+        f"{service.CLAIMS_SHARE * 100:.0f} %% of it",
     )
     parser.add_argument(
         "--out",

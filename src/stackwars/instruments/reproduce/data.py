@@ -10,6 +10,9 @@ Format history (``EDITION_FORMAT``):
 * 1 (2026-11-28): first format: the edition's provenance; per part its status, run, time,
   cells (one entry per cell, its workers merged), the IR captured (lines and operations per
   stage), the probes' outcomes and the claims' results.
+* 2 (2026-11-28): each part keeps ``source``, the commit of the stackwars that measured it:
+  a part run by ``--resume`` may be measured by newer code than the edition began with.
+  Format 1 files still read (their parts' source is the edition's).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from stackwars.results.captures import RunCapture
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.schema import Cell
 
-EDITION_FORMAT = 1
+EDITION_FORMAT = 2
+READABLE_FORMATS = (1, 2)  # a format 1 part has no source of its own: the edition's
 DONE, NOT_RUN, INTERRUPTED = "done", "not run", "interrupted"
 REASON_CHARS = 300  # of a failed cell's reason: its last line says why
 TOP_OPS = 12  # the operations an IR entry keeps, most frequent first
@@ -50,6 +54,7 @@ class PartResult:
     run_id: str | None = None
     started: str | None = None
     duration_s: float | None = None
+    source: dict[str, Any] | None = None  # git commit and dirty flag of the code that measured it
     cells: list[dict[str, Any]] = field(default_factory=list)
     ir: list[dict[str, Any]] = field(default_factory=list)
     outcomes: list[dict[str, Any]] = field(default_factory=list)
@@ -72,6 +77,7 @@ class Edition:
     parts: list[PartResult] = field(default_factory=list)
     ended: str | None = None
     duration_s: float | None = None
+    file_format: int = EDITION_FORMAT  # the format it was read in; written in the current one
 
     def part(self, name: str) -> PartResult | None:
         return next((part for part in self.parts if part.name == name), None)
@@ -79,6 +85,7 @@ class Edition:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         parts = data.pop("parts")
+        del data["file_format"]
         return {"format": EDITION_FORMAT, "edition": data, "parts": parts}
 
     def write(self, path: Path) -> None:
@@ -93,13 +100,14 @@ def read_edition(path: Path) -> Edition:
     except (OSError, json.JSONDecodeError) as exc:
         raise UsageError(f"cannot read the edition {path}: {exc}") from exc
     found = data.get("format") if isinstance(data, dict) else None
-    if found != EDITION_FORMAT:
+    if found not in READABLE_FORMATS:
         raise UsageError(
-            f"{path} is edition format {found!r}; this stackwars reads format {EDITION_FORMAT}: "
+            f"{path} is edition format {found!r}; this stackwars reads formats "
+            f"{', '.join(map(str, READABLE_FORMATS))}: "
             "run 'stackwars reproduce' again to make one"
         )
     parts = [PartResult(**part) for part in data["parts"]]
-    return Edition(**data["edition"], parts=parts)
+    return Edition(**data["edition"], parts=parts, file_format=found)
 
 
 def compact_cells(cells: Iterable[Cell]) -> list[dict[str, Any]]:

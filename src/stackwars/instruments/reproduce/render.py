@@ -15,7 +15,7 @@ from typing import Any
 
 from stackwars.instruments.claims.render import format_measured, verdict_counts
 from stackwars.instruments.claims.verdict import ClaimResult
-from stackwars.instruments.reproduce.data import DONE, EDITION_FORMAT, Edition, PartResult
+from stackwars.instruments.reproduce.data import DONE, Edition, PartResult
 from stackwars.instruments.reproduce.plan import NOT_COVERED
 from stackwars.report.markdown_text import escape, table_row
 from stackwars.report.table import format_bytes, format_seconds
@@ -48,7 +48,8 @@ def findings_markdown(
     sees what changed; ``size_bytes``: the edition file's size, said with its provenance."""
     blocks = [TITLE, "", *provenance(edition), *elsewhere(edition)]
     if size_bytes is not None:
-        blocks += ["", f"The edition's file (format {EDITION_FORMAT}): {format_bytes(size_bytes)}."]
+        size = format_bytes(size_bytes)
+        blocks += ["", f"The edition's file (format {edition.file_format}): {size}."]
     blocks += ["", *editions_table(edition, earlier), ""]
     blocks += parts_table(edition.parts)
     claims = [ClaimResult.from_dict(data) for part in edition.parts for data in part.claims]
@@ -89,9 +90,7 @@ def headlines_markdown(edition: Edition, ids: Sequence[str] = HEADLINES) -> str:
 def provenance(edition: Edition) -> list[str]:
     machine = edition.machine
     memory = format_bytes(machine.get("memory_total_bytes"))
-    source = edition.source or {}
-    commit = str(source.get("commit") or "unknown")[:12]
-    dirty = " (with uncommitted changes)" if source.get("dirty") else ""
+    commit, dirty = _commit(edition.source)
     took = format_seconds(edition.duration_s) if edition.duration_s is not None else "unfinished"
     command = " ".join(edition.command)
     return [
@@ -105,7 +104,28 @@ def provenance(edition: Edition) -> list[str]:
         f"commit `{escape(commit)}`{dirty}; command `{escape(command)}`.",
         "",
         f"Versions: {escape(_versions(edition.versions))}.",
+        *_resumed_on_other_code(edition),
     ]
+
+
+def _commit(source: dict[str, Any] | None) -> tuple[str, str]:
+    commit = str((source or {}).get("commit") or "unknown")[:12]
+    return commit, " (with uncommitted changes)" if (source or {}).get("dirty") else ""
+
+
+def _resumed_on_other_code(edition: Edition) -> list[str]:
+    """The parts a ``--resume`` measured with other code than the edition began with, named
+    with their commit: one edition, but not one version of stackwars."""
+    began = _commit(edition.source)
+    later = [
+        f"{part.name} at `{escape(''.join(_commit(part.source)))}` "
+        f"(begun {escape(part.started or '')})"
+        for part in edition.parts
+        if part.source is not None and _commit(part.source) != began
+    ]
+    if not later:
+        return []
+    return ["", f"**Resumed with other code:** {'; '.join(later)}."]
 
 
 def elsewhere(edition: Edition) -> list[str]:

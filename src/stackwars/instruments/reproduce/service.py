@@ -144,6 +144,7 @@ def measure(
                 "of the budget left")  # fmt: skip
         resumed = kept.run_id if kept.status == files.INTERRUPTED else None
         kept.started, began, before = now(), clock(), kept.duration_s or 0.0
+        kept.source = metadata.git_state(SOURCE)
 
         def spent() -> bool:
             return clock() - start > current.budget_s
