@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from stackwars.errors import UsageError
+from stackwars.instruments.claims.verdict import ClaimResult
 from stackwars.instruments.reproduce import service
 from stackwars.instruments.reproduce.data import (
     DONE,
@@ -24,7 +26,10 @@ from stackwars.instruments.reproduce.data import (
     read_edition,
 )
 from stackwars.instruments.reproduce.plan import CLAIMS, FULL, TINY, parts_at
-from stackwars.instruments.reproduce.render import findings_markdown
+from stackwars.instruments.reproduce.render import evidence_sentences, findings_markdown
+from stackwars.instruments.reproduce.why import Evidence
+from stackwars.report.markdown_text import escape
+from stackwars.report.table import format_seconds
 from stackwars.results.schema import Cell
 from stackwars.results.store import Store
 
@@ -41,6 +46,48 @@ def test_the_findings_name_each_seed_claim_once_with_its_verdict() -> None:
         assert f"**{data['verdict']}** `{data['id']}`" in text
     assert "## Seed 000" in text and "## Seed 002" in text
     assert edition.id in text and str(edition.machine["fingerprint"]) in text
+
+
+def test_each_verdict_carries_the_evidence_of_its_own_part_s_cells() -> None:
+    """A per-call reading is explained by the per-call cells, not by the resident cells of the
+    same label; an IR claim by the IR another part captured; a claim with nothing measured
+    here has no evidence line."""
+    edition = read_edition(TINY_EDITION)
+    whys = evidence_sentences(edition.parts)
+    steady = {
+        part.name: {c["stack"]: c["steady_s"] for c in part.cells if "poly" in c["cell"]}
+        for part in edition.parts
+        if part.name in ("claims", "claims-per-call")
+    }
+    assert steady["claims"] != steady["claims-per-call"]
+    for part, claim in (("claims", "seed002-jit-poly-6x"),
+                        ("claims-per-call", "seed002-jit-poly-6x-per-call")):  # fmt: skip
+        said = f"jax:jit: steady {format_seconds(steady[part]['jax:jit'])}"
+        assert whys[claim].startswith(said), whys[claim]
+    assert re.search(r"jax:jit: stablehlo \d+ lines \(", whys["seed001-stablehlo-lines-jax"])
+    assert "compilations: first run 1" in whys["seed001-ops-jax-steady-after-one"]
+    assert whys["seed000-gpu-27x"] == ""
+    findings = findings_markdown(edition)
+    assert f"  - *Evidence:* {escape(whys['seed002-jit-poly-6x'])}." in findings
+
+
+def _claim(statistic: str, *cells: str) -> ClaimResult:
+    return ClaimResult.from_dict({"id": "c", "statistic": statistic, "cells": list(cells)})
+
+
+def test_a_memory_verdict_says_what_the_work_held_and_the_plan_predicted() -> None:
+    entry = {"cell": "c", "stack": "jax:jit", "status": "ok", "peak_rss_bytes": 3 * 2**30,
+             "rss_after_import_bytes": 2**30, "predicted_bytes": 2 * 2**30}  # fmt: skip
+    claim = _claim("held-memory", "c")
+    said = Evidence({"c": entry}, {}).why(claim)
+    assert said == ("jax:jit: peak RSS 3.00 GiB, 1.00 GiB after imports, so the work held "
+                    "2.00 GiB, the plan predicted 2.00 GiB")  # fmt: skip
+
+
+def test_a_failed_cell_s_evidence_is_its_reason() -> None:
+    entry = {"cell": "c", "stack": "jax:jit", "status": "oom", "reason": "trace\nout of memory"}
+    claim = _claim("steady", "c")
+    assert Evidence({"c": entry}, {}).why(claim) == "jax:jit: oom (out of memory)"
 
 
 def test_earlier_editions_are_listed_newest_first_after_this_one() -> None:

@@ -17,6 +17,7 @@ from stackwars.instruments.claims.render import format_measured, verdict_counts
 from stackwars.instruments.claims.verdict import ClaimResult
 from stackwars.instruments.reproduce.data import DONE, Edition, PartResult
 from stackwars.instruments.reproduce.plan import NOT_COVERED
+from stackwars.instruments.reproduce.why import Evidence
 from stackwars.report.markdown_text import escape, table_row
 from stackwars.report.table import format_bytes, format_seconds
 
@@ -53,10 +54,11 @@ def findings_markdown(
     blocks += ["", *editions_table(edition, earlier), ""]
     blocks += parts_table(edition.parts)
     claims = [ClaimResult.from_dict(data) for part in edition.parts for data in part.claims]
+    whys = evidence_sentences(edition.parts)
     for prefix, title in SEEDS.items():
         mine = [claim for claim in claims if claim.id.startswith(prefix)]
         if mine:
-            blocks += ["", f"## {title}", "", *claim_findings(mine)]
+            blocks += ["", f"## {title}", "", *claim_findings(mine, whys)]
     blocks += ["", "## What the seeds describe and no part measures", ""]
     blocks += [f"- {escape(item.seed)}: {escape(item.what)}: {escape(item.why)}."
                for item in NOT_COVERED]  # fmt: skip
@@ -185,9 +187,18 @@ def _status_counts(part: PartResult) -> str:
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
 
 
-def claim_findings(claims: Sequence[ClaimResult]) -> list[str]:
+def evidence_sentences(parts: Sequence[PartResult]) -> dict[str, str]:
+    """Each claim's evidence sentence (why.py), by claim id, from its own part's cells."""
+    whys: dict[str, str] = {}
+    for part in parts:
+        evidence = Evidence.of(part, parts)
+        whys |= {data["id"]: evidence.why(ClaimResult.from_dict(data)) for data in part.claims}
+    return whys
+
+
+def claim_findings(claims: Sequence[ClaimResult], whys: dict[str, str]) -> list[str]:
     """One finding per sentence of the seed: its quote once, then each reading of it (a claim)
-    with stackwars' value, the verdict and why."""
+    with stackwars' value, the verdict and why, and under it the evidence that explains it."""
     lines = [f"Verdicts: {verdict_counts(claims)}.", ""]
     by_quote: dict[str, list[ClaimResult]] = defaultdict(list)
     for claim in claims:
@@ -196,20 +207,21 @@ def claim_findings(claims: Sequence[ClaimResult]) -> list[str]:
         lines.append(f"> {escape(quote)}")
         lines.append(f">  — {escape(readings[0].source)}" if readings[0].source else ">")
         lines.append("")
-        lines += [_reading(claim) for claim in readings]
+        lines += [_reading(claim, whys.get(claim.id, "")) for claim in readings]
         lines.append("")
     return lines
 
 
-def _reading(claim: ClaimResult) -> str:
+def _reading(claim: ClaimResult, why: str) -> str:
     measured = format_measured(claim) or "nothing measured"
     counts = [str(n) for n in claim.workers if n]
     workers = f"; {' and '.join(counts)} workers" if counts else ""
-    why = f" {escape(claim.reason)}" if claim.reason else ""
+    reason = f" {escape(claim.reason)}" if claim.reason else ""
     note = f" *Reading:* {escape(claim.note)}." if claim.note else ""
+    evidence = f"\n  - *Evidence:* {escape(why)}." if why else ""
     return (
         f"- **{escape(claim.verdict)}** `{escape(claim.id)}`: {escape(claim.statement)}: "
-        f"{escape(measured)}{escape(workers)}.{why}{note}"
+        f"{escape(measured)}{escape(workers)}.{reason}{note}{evidence}"
     )
 
 
