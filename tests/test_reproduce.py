@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from stackwars.cli import main
 from stackwars.errors import UsageError
 from stackwars.instruments.claims.verdict import ClaimResult
 from stackwars.instruments.reproduce import service
@@ -313,6 +314,20 @@ def test_the_budget_stops_a_probes_part_after_the_outcome_that_ends_past_it(
 def test_a_resume_without_an_edition_names_the_fix(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="start one with 'stackwars reproduce --out"):
         service.resume(tmp_path / "edition.json")
+
+
+def test_options_that_would_be_ignored_are_refused_with_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "ed"
+    service.begin("tiny", 100, ["stackwars", "reproduce"]).write(service.edition_path(out))
+    for argv, fix in (
+        (["--earlier", str(TINY_EDITION)], "use it with --render EDITION"),
+        (["--resume", "--scale", "full", "--out", str(out)], "drop --scale"),
+    ):
+        assert main(["reproduce", *argv, "--db", str(tmp_path / "db.sqlite")]) == 2
+        assert fix in capsys.readouterr().err
+    assert not (tmp_path / "db.sqlite").exists()
 
 
 def test_an_edition_from_another_machine_is_not_resumed(tmp_path: Path) -> None:

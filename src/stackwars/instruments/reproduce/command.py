@@ -11,8 +11,9 @@ from pathlib import Path
 from rich.text import Text
 
 from stackwars.commands.options import Subparsers, add_db, add_executor
+from stackwars.errors import UsageError
 from stackwars.instruments.reproduce import service
-from stackwars.instruments.reproduce.data import DONE, read_edition
+from stackwars.instruments.reproduce.data import DONE, Edition, read_edition
 from stackwars.instruments.reproduce.plan import SCALES
 from stackwars.instruments.reproduce.render import findings_markdown
 from stackwars.report.console import report_console
@@ -48,8 +49,8 @@ def add_reproduce(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--scale",
         choices=tuple(SCALES),
-        default="full",
-        help="full: the seeds' sizes (default); tiny: each kind of experiment once, test size",
+        help="full: the seeds' sizes (default); tiny: each kind of experiment once, test size; "
+        "a --resume keeps its edition's scale",
     )
     parser.add_argument(
         "--time-budget",
@@ -96,13 +97,12 @@ def reproduce(args: argparse.Namespace, argv: list[str]) -> int:
         markdown = findings_markdown(edition, earlier, size)
         write_atomically(Path(args.markdown or "findings.md"), markdown)
         return 0
+    if args.earlier:
+        raise UsageError("--earlier lists earlier editions in rendered findings: use it with "
+                         "--render EDITION")  # fmt: skip
     out = Path(args.out)
     path = service.edition_path(out)
-    if args.resume:
-        edition = service.with_budget(service.resume(path), args.time_budget)
-    else:
-        budget = args.time_budget or service.DEFAULT_BUDGET_S
-        edition = service.begin(args.scale, budget, _command(argv))
+    edition = _resumed(args, path) if args.resume else _begun(args, argv)
     results = api.open_store(args.db)
     where = service.Where(args.executor, args.ray_address, tuple(args.ray_resource))
 
@@ -124,6 +124,21 @@ def reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     if left:
         console.print(Text("not run: " + "; ".join(left)))
     return 0
+
+
+def _resumed(args: argparse.Namespace, path: Path) -> Edition:
+    edition = service.with_budget(service.resume(path), args.time_budget)
+    if args.scale not in (None, edition.scale):
+        raise UsageError(
+            f"the edition in {path.parent} is at --scale {edition.scale} and a resume keeps "
+            "it: drop --scale, or start another edition with another --out"
+        )
+    return edition
+
+
+def _begun(args: argparse.Namespace, argv: Sequence[str]) -> Edition:
+    budget = args.time_budget or service.DEFAULT_BUDGET_S
+    return service.begin(args.scale or "full", budget, _command(argv))
 
 
 def _command(argv: Sequence[str]) -> list[str]:
