@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from stackwars.instruments.reproduce.data import read_edition
-from stackwars.instruments.reproduce.render import findings_markdown, headlines_markdown
+from stackwars.instruments.reproduce.render.findings import findings_markdown, headlines_markdown
 
 
 def main(argv: list[str]) -> None:

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,8 +28,8 @@ from stackwars.instruments.reproduce.data import (
     read_edition,
 )
 from stackwars.instruments.reproduce.plan import CLAIMS, FULL, TINY, parts_at
-from stackwars.instruments.reproduce.render import evidence_sentences, findings_markdown
-from stackwars.instruments.reproduce.why import Evidence
+from stackwars.instruments.reproduce.render.evidence import Evidence
+from stackwars.instruments.reproduce.render.findings import evidence_sentences, findings_markdown
 from stackwars.report.markdown_text import escape
 from stackwars.report.table import format_seconds
 from stackwars.results.schema import Cell
@@ -166,7 +167,6 @@ def test_a_part_past_the_budget_is_listed_not_run_and_a_resume_with_more_runs_it
 
     def fake_part(part: Any, kept: Any, context: Any) -> None:
         measured.append(part.name)
-        kept.run_id = f"run-{part.name}"
         clock.now += 40
 
     monkeypatch.setattr(service, "_measure_part", fake_part)
@@ -212,6 +212,42 @@ def test_an_edition_of_format_1_still_reads_and_says_its_format() -> None:
     edition = read_edition(TINY_EDITION)
     assert edition.file_format == 1 and all(part.source is None for part in edition.parts)
     assert "(format 1)" in findings_markdown(edition, size_bytes=1)
+
+
+def test_each_part_s_run_keeps_the_edition_and_its_report_shows_the_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """show and the report of any part's run have the section of its edition, with the
+    claims' verdicts and evidence, in its latest state."""
+    from stackwars.instruments.reproduce.render import SECTIONS
+    from stackwars.report.html.blocks import Heading, TableBlock
+    from stackwars.results.run import Run
+
+    store, source = Store(tmp_path / "db.sqlite"), read_edition(TINY_EDITION)
+
+    def fake_part(part: Any, kept: Any, context: Any) -> None:
+        run = Run(id=f"r-{part.name}", started="2026-11-28T00:00:00+00:00", machine={},
+                  versions={}, argv=[], identity={})  # fmt: skip
+        store.begin_run(run)
+        done = source.part(part.name)
+        assert done is not None
+        kept.run_id, kept.cells, kept.claims = run.id, done.cells, done.claims
+
+    monkeypatch.setattr(service, "_measure_part", fake_part)
+    edition = service.begin("tiny", 100, ["stackwars", "reproduce"])
+    service.measure(edition, tmp_path / "edition.json", store, _no_reporter)
+    (section,) = SECTIONS
+    first = store.load_run(f"r-{TINY[0].name}")
+    blocks = section.report(SimpleNamespace(runs=[first]))
+    assert Heading("Seed 002: JAX vs NumPy") in blocks
+    rows = [row for b in blocks if isinstance(b, TableBlock) for row in b.rows]
+    whys = evidence_sentences(read_edition(tmp_path / "edition.json").parts)
+    assert rows[[r[1] for r in rows].index(
+        "seed002-jit-poly-6x")][:2] == ("fails", "seed002-jit-poly-6x")  # fmt: skip
+    assert any(row[-1] == whys["seed002-jit-poly-6x"] != "" for row in rows)
+    assert [part.status for part in read_edition(tmp_path / "edition.json").parts] == [DONE] * 5
+    assert section.markdown(first) == findings_markdown(read_edition(tmp_path / "edition.json"))
+    assert section.report(SimpleNamespace(runs=[])) == []
 
 
 def test_an_interrupted_part_is_kept_as_such_and_resumed(

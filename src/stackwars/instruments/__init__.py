@@ -15,10 +15,10 @@ def role_modules(role: str, folders: list[str], prefix: str) -> Iterator[str]:
     them), found on disk so that nothing else of an instrument, its workers above all, is
     imported."""
     for info in pkgutil.iter_modules(folders):
-        if info.ispkg:
+        if info.name == role:  # a module of that role, or a folder of it (its package)
+            yield f"{prefix}{info.name}"
+        elif info.ispkg:
             inner = [str(Path(folder) / info.name) for folder in folders]
             yield from role_modules(
                 role, [f for f in inner if Path(f).is_dir()], f"{prefix}{info.name}."
             )
-        elif info.name == role:
-            yield f"{prefix}{info.name}"

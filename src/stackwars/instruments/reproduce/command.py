@@ -15,7 +15,7 @@ from stackwars.errors import UsageError
 from stackwars.instruments.reproduce import service
 from stackwars.instruments.reproduce.data import DONE, Edition, read_edition
 from stackwars.instruments.reproduce.plan import SCALES
-from stackwars.instruments.reproduce.render import findings_markdown
+from stackwars.instruments.reproduce.render.findings import findings_markdown
 from stackwars.report.console import report_console
 from stackwars.report.progress import Progress
 from stackwars.results.jsonio import write_atomically

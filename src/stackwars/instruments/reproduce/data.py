@@ -36,6 +36,9 @@ from stackwars.results.schema import Cell
 EDITION_FORMAT = 2
 READABLE_FORMATS = (1, 2)  # a format 1 part has no source of its own: the edition's
 DONE, NOT_RUN, INTERRUPTED = "done", "not run", "interrupted"
+# Each part's run keeps the edition under this instrument and key (``Store.add_data``), so
+# that show and the report of any of them show its findings (render/__init__.py).
+INSTRUMENT, KEY = "reproduce", "edition"
 REASON_CHARS = 300  # of a failed cell's reason: its last line says why
 TOP_OPS = 12  # the operations an IR entry keeps, most frequent first
 
@@ -99,12 +102,16 @@ def read_edition(path: Path) -> Edition:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise UsageError(f"cannot read the edition {path}: {exc}") from exc
+    return edition_from_dict(data, str(path))
+
+
+def edition_from_dict(data: Any, where: str) -> Edition:
+    """The edition a file (or a run's kept entry, ``where`` names it) holds."""
     found = data.get("format") if isinstance(data, dict) else None
     if found not in READABLE_FORMATS:
         raise UsageError(
-            f"{path} is edition format {found!r}; this stackwars reads formats "
-            f"{', '.join(map(str, READABLE_FORMATS))}: "
-            "run 'stackwars reproduce' again to make one"
+            f"{where} is edition format {found!r}; this stackwars reads formats "
+            f"{', '.join(map(str, READABLE_FORMATS))}: run 'stackwars reproduce' again to make one"
         )
     parts = [PartResult(**part) for part in data["parts"]]
     return Edition(**data["edition"], parts=parts, file_format=found)

@@ -161,14 +161,14 @@ def measure(
         except KeyboardInterrupt:
             _cut(kept, results, "interrupted (Ctrl-C); --resume continues it")
             kept.duration_s = before + clock() - began
-            current.write(path)
+            _write(current, path, results)
             raise
         else:
             kept.status, kept.reason = files.DONE, ""
         kept.duration_s = before + clock() - began
-        current.write(path)
+        _write(current, path, results)
     current.ended, current.duration_s = now(), clock() - start
-    current.write(path)
+    _write(current, path, results)
     return current
 
 
@@ -369,6 +369,17 @@ def chosen_claims(part: Part) -> list[Claim]:
 
 def edition_path(out: Path) -> Path:
     return out / EDITION_FILE
+
+
+def _write(current: files.Edition, path: Path, results: Store) -> None:
+    """The edition's file, and the edition kept with each part's run so far (show and the
+    report of any of them show its findings)."""
+    current.write(path)
+    payload = current.to_dict()
+    for part in current.parts:
+        if part.run_id is not None:
+            run = results.load_run(part.run_id)
+            results.add_data(run, files.INSTRUMENT, files.EDITION_FORMAT, payload, key=files.KEY)
 
 
 def with_budget(current: files.Edition, budget_s: float | None) -> files.Edition:

@@ -17,7 +17,7 @@ from stackwars.instruments.claims.render import format_measured, verdict_counts
 from stackwars.instruments.claims.verdict import ClaimResult
 from stackwars.instruments.reproduce.data import DONE, Edition, PartResult
 from stackwars.instruments.reproduce.plan import NOT_COVERED
-from stackwars.instruments.reproduce.why import Evidence
+from stackwars.instruments.reproduce.render.evidence import Evidence
 from stackwars.report.markdown_text import escape, table_row
 from stackwars.report.table import format_bytes, format_seconds
 
@@ -176,11 +176,11 @@ def parts_table(parts: Sequence[PartResult]) -> list[str]:
         status = part.status if not part.reason else f"{part.status}: {part.reason}"
         took = format_seconds(part.duration_s) if part.duration_s is not None else ""
         rows.append(table_row((part.name, part.seed, part.question, status, part.run_id or "",
-                               took, _status_counts(part))))  # fmt: skip
+                               took, status_counts(part))))  # fmt: skip
     return rows
 
 
-def _status_counts(part: PartResult) -> str:
+def status_counts(part: PartResult) -> str:
     counts: dict[str, int] = defaultdict(int)
     for entry in part.cells or part.outcomes:
         counts[str(entry.get("status") or entry.get("outcome"))] += 1
