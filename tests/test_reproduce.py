@@ -422,3 +422,10 @@ def test_the_tiny_edition_runs_end_to_end_from_another_folder(tmp_path: Path) ->
     render += [str(tmp_path / "edition" / "edition.json"), "--markdown", str(again)]
     subprocess.run(render, cwd=tmp_path, check=True, capture_output=True)
     assert again.read_text(encoding="utf-8") == findings
+    claims_run = edition.part("claims")
+    assert claims_run is not None and claims_run.run_id is not None
+    report = [sys.executable, "-m", "stackwars", "report", claims_run.run_id, "--db"]
+    report += [str(tmp_path / "db.sqlite"), "--out", str(tmp_path / "report.html")]
+    subprocess.run(report, cwd=tmp_path, check=True, capture_output=True, env=environment)
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "What stackwars found" in page and "seed002-jit-poly-6x-per-call" in page
