@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,12 @@ from stackwars.results.comparison import (
 )
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Memory, Steady
-from stackwars.results.verdict import COMPARISON_FORMAT, EXIT_UNDERPOWERED, verdict_of
+from stackwars.results.verdict import (
+    COMPARISON_FORMAT,
+    EXIT_UNDERPOWERED,
+    gate_settings,
+    verdict_of,
+)
 from stackwars.service import comparisons
 from stackwars.timing.compare import (
     DEFAULT_RUN_DRIFT,
@@ -79,6 +85,20 @@ def test_a_cell_neither_shown_slower_nor_within_leaves_the_gate_underpowered() -
     assert strict.outcome == FAIL and "--fail-on-undecided" in strict.headline()
 
 
+def test_a_pass_shows_no_regression_above_the_pass_limit_and_between_the_limits_is_open() -> None:
+    """+3 % shown below 10 % but not below 5 %: by default (pass below the larger of 10 % and
+    --fail-above) the cell passes; with --pass-below 5 it stays undecided; never a failure,
+    its estimate being under --fail-above."""
+    three = row(1.03, 0.015)
+    assert decide([three], GATE).states == (PASSED,)
+    assert decide([three], Gate(fail_above=5, pass_below=5)).states == (UNDECIDED_ROW,)
+    assert decide([three], Gate(fail_above=20)).states == (PASSED,)  # pass limit 20 %
+    with pytest.raises(UsageError, match="give --fail-above too"):
+        gate_settings(pass_below=10)
+    with pytest.raises(UsageError, match="--pass-below 0 must be"):
+        gate_settings(5, pass_below=0)
+
+
 def test_an_empty_comparison_is_never_a_pass() -> None:
     verdict = verdict_of([], GATE)
     assert verdict.outcome == UNDERPOWERED and verdict.exit_status == EXIT_UNDERPOWERED
@@ -122,6 +142,56 @@ def test_a_session_refuses_options_it_sets_itself(tmp_path: Path) -> None:
 def test_a_session_looks_from_its_first_round_to_its_last() -> None:
     session = ab.Session((), ab.Side("b"), ab.Side("c"), Path(), min_rounds=3, max_rounds=10)
     assert session.looks == Looks(3, 10) and session.looks.count == 8
+
+
+def fake_session(
+    monkeypatch: pytest.MonkeyPatch, looks: list[list[ComparisonRow]], **options: Any
+) -> tuple[ab.Outcome, list[str]]:
+    """A session whose rounds only record which side ran, and whose looks see ``looks`` in
+    turn (the last again for the final verdict)."""
+    ran: list[str] = []
+    seen = iter([*looks, looks[-1]])
+
+    def fake_round(session: ab.Session, side: ab.Side, index: int) -> Path:
+        ran.append(side.name)
+        return Path(f"{side.name}-{index}.json")
+
+    monkeypatch.setattr(ab, "_round", fake_round)
+    monkeypatch.setattr(ab, "side_version", lambda *args: "test")
+    monkeypatch.setattr(ab, "plan_line", lambda *args: "")
+    monkeypatch.setattr(ab, "compare_files", lambda files, session: next(seen))
+    sides = (ab.Side("baseline"), ab.Side("candidate"))
+    session = ab.Session((), *sides, Path(), **options)
+    return ab.run_session(session, lambda line: None, iter(range(10**6)).__next__), ran
+
+
+def test_each_round_draws_which_side_goes_first_and_records_the_seed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RMIT: the two workers of a round are exchangeable by design, not by a fixed order."""
+    outcome, ran = fake_session(monkeypatch, [[]], min_rounds=12, max_rounds=12, order_seed=7)
+    assert outcome.first == ran[::2] and len(outcome.first) == 12
+    assert {"baseline", "candidate"} == set(outcome.first)
+    assert all(a != b for a, b in zip(ran[::2], ran[1::2], strict=True))
+    again, _ = fake_session(monkeypatch, [[]], min_rounds=12, max_rounds=12, order_seed=7)
+    assert again.first == outcome.first and again.order_seed == 7
+    drawn, _ = fake_session(monkeypatch, [[]], min_rounds=2, max_rounds=2)
+    assert isinstance(drawn.order_seed, int)
+
+
+def test_a_cell_failed_at_one_look_stays_failed_at_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Round 3 fails "slow" while "open" stays undecided; round 4 no longer rejects "slow"
+    (its p-value is counted for every look already): the session's verdict still fails it."""
+    looks = [[row(1.3, 0.01, "slow"), row(1.03, 0.05, "open")],
+             [row(1.02, 0.05, "slow"), row(1.0, 0.005, "open")]]  # fmt: skip
+    outcome, _ = fake_session(monkeypatch, looks, min_rounds=3, max_rounds=4, gate=GATE)
+    assert outcome.rounds == 4 and outcome.verdict is not None
+    assert outcome.verdict.states == (FAIL, PASSED)
+    (line,) = outcome.verdict.failures
+    assert line.startswith("REGRESSION above 5%: slow") and "(round 3)" in line
+    assert line.endswith("a failed cell stays failed")
 
 
 def stackwars(

@@ -36,7 +36,7 @@ from stackwars.timing.sequential import (
 ROUND_EFFECT = 0.05
 LIMIT = 5.0  # --fail-above
 BLOCKS = 5  # steady blocks a worker; their spread is small beside the workers'
-TIME_GATE = Gate(LIMIT)  # time only: one hypothesis a cell
+TIME_GATE = Gate(LIMIT, pass_below=LIMIT)  # time only, one limit: one hypothesis a cell
 
 Noise = Callable[[random.Random], float]  # a worker's log time offset
 
@@ -139,7 +139,7 @@ def test_a_quiet_cell_slowed_by_ten_percent_fails_most_sessions() -> None:
 
 # The fresh sessions' gate (benchmarks/power/fresh_sessions.py, docs/ci.md's recipe): twelve
 # cells, time and memory each a hypothesis, 24 in the family.
-FRESH_GATE = Gate(LIMIT, fail_memory_above=10.0)
+FRESH_GATE = Gate(LIMIT, fail_memory_above=10.0, pass_below=LIMIT)
 FRESH_SUITE = (quiet,) * 6 + (noisy, noisy, two_speed, two_speed, disturbed, quiet)
 
 

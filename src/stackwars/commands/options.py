@@ -8,7 +8,7 @@ import argparse
 from typing import Any, TypeAlias
 
 from stackwars.config import EXECUTORS, MATMUL_PRECISIONS
-from stackwars.results.comparison import Gate
+from stackwars.results.comparison import DEFAULT_PASS_BELOW, Gate
 
 # The gate's exit statuses are the verdict's (EXIT_FAIL, EXIT_UNDERPOWERED: re-exported for the
 # tests and scripts that read them with the options).
@@ -159,6 +159,13 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
         "fails the gate (exit 1) instead of exiting 3",
     )
     parser.add_argument(
+        "--pass-below",
+        type=float,
+        metavar="PCT",
+        help="a cell passes when shown slower by less than PCT percent (default: the larger of "
+        f"{DEFAULT_PASS_BELOW:g} and --fail-above); between the two limits it is undecided",
+    )
+    parser.add_argument(
         "--fail-memory-above",
         type=float,
         metavar="PCT",
@@ -182,6 +189,7 @@ def gate_options(args: argparse.Namespace) -> dict[str, Any]:
         "alpha_pct": args.alpha,
         "allow_failures": args.allow_failures,
         "fail_on_undecided": args.fail_on_undecided,
+        "pass_below": args.pass_below,
     }
 
 

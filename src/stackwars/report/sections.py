@@ -1,9 +1,9 @@
 """What instruments show of a run, found rather than listed (as ``commands.discover()`` finds
 commands): every ``render.py`` (or ``render/`` folder) under ``stackwars/instruments/`` may
-declare ``SECTIONS``, its sections as :class:`InstrumentSection`. ``stackwars show`` prints each section of a run, and
-``stackwars report`` lays each out after the core's section it names, so the core's show and
-report name no instrument: an instrument that keeps data with a run (``Store.add_data``) shows
-it by adding its section to its own ``render.py``.
+declare ``SECTIONS``, its sections as :class:`InstrumentSection`. ``stackwars show`` prints
+each section of a run, and ``stackwars report`` lays each out after the core's section it
+names, so the core's show and report name no instrument: an instrument that keeps data with a
+run (``Store.add_data``) shows it by adding its section to its own ``render.py``.
 
 ``FOLDERS`` is where discovery looks: the instruments' package, and more (folder, module
 prefix) pairs a test or a plug-in adds.

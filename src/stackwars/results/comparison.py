@@ -14,9 +14,12 @@ The gate (``decide``) ends in one of three outcomes:
   measured) is significantly larger, the whole family of these tests controlled together
   (``timing/family.py``: Holm at ``alpha`` over every cell x measure, every look counted),
   and whose estimate is beyond the limit;
-* ``pass``: no failure, and every judged cell shown not slower (nor larger) than the limit,
-  each at ``alpha`` (an intersection-union test: the suite passes wrongly only if a truly
-  regressed cell passes its own test);
+* ``pass``: no failure, and every judged cell shown not slower than the pass limit
+  (``--pass-below``: by default the larger of ``DEFAULT_PASS_BELOW`` and ``--fail-above``; a
+  regression smaller than it is what a pass promises is absent) nor larger in memory than
+  ``--fail-memory-above``, each at ``alpha`` (an intersection-union test: the suite passes
+  wrongly only if a truly regressed cell passes its own test); a cell between the two limits
+  is undecided;
 * ``underpowered``: neither: the cells left undecided are listed with what would decide them.
   A comparison that judged no cell is underpowered, never a pass.
 
@@ -46,6 +49,10 @@ from stackwars.timing.compare import (
 from stackwars.timing.family import Family, holm
 from stackwars.timing.sequential import Looks
 
+# "No regression larger than this" (percent): what a pass shows by default. A gate that must
+# show "below 5 %" needs about four times the rounds of one that shows "below 10 %" (a
+# cell's rounds grow with 1 / limit squared), and a CI job cannot pay that (issue 54).
+DEFAULT_PASS_BELOW = 10.0
 NOT_COMPARABLE = "not comparable"
 ONLY_CANDIDATE = "only in the candidate run"
 ONLY_BASELINE = "only in the baseline"
@@ -380,10 +387,20 @@ class Gate:
     allow_failures: bool = False
     alpha: float = DEFAULT_ALPHA  # the family's false-alarm budget per suite run
     fail_on_undecided: bool = False  # underpowered counts as a failure
+    # A cell passes on time when shown slower by less than this (percent); None: the larger
+    # of DEFAULT_PASS_BELOW and fail_above. Between the two limits a cell is undecided.
+    pass_below: float | None = None
 
     @property
     def active(self) -> bool:
         return self.fail_above is not None or self.fail_memory_above is not None
+
+    @property
+    def time_pass_limit(self) -> float | None:
+        """The limit a cell's time must be shown below to pass (percent)."""
+        if self.pass_below is not None:
+            return self.pass_below
+        return None if self.fail_above is None else max(DEFAULT_PASS_BELOW, self.fail_above)
 
 
 PASS, FAIL, UNDERPOWERED = "pass", "fail", "underpowered"
@@ -399,7 +416,8 @@ class Hypothesis:
     row: int
     what: str  # "time", "peak RSS", "device peak"
     result: Comparison
-    limit: float  # percent
+    limit: float  # percent: significantly above 0 and estimated above it fails
+    pass_limit: float  # percent: shown below it passes
 
 
 @dataclass(frozen=True)
@@ -411,6 +429,8 @@ class GateVerdict:
     failures: tuple[str, ...]  # one line per reason it fails
     undecided: tuple[str, ...]  # one line per cell left open, with what would decide it
     states: tuple[str, ...]  # per row: FAIL, PASSED, UNDECIDED_ROW or NOT_JUDGED
+    # per row: the line of the regression (time or memory) that fails it, '' for none
+    regressions: tuple[str, ...] = ()
 
     def headline(self) -> str:
         """The first line of a report: the outcome, and why."""
@@ -434,19 +454,20 @@ def _hypotheses(rows: list[ComparisonRow], gate: Gate) -> list[Hypothesis]:
         if not row.judged:
             continue
         assert row.result is not None
-        if gate.fail_above is not None:
-            tests.append(Hypothesis(index, "time", row.result, gate.fail_above))
+        if gate.fail_above is not None and gate.time_pass_limit is not None:
+            tests.append(Hypothesis(index, "time", row.result, gate.fail_above,
+                                    gate.time_pass_limit))  # fmt: skip
         if gate.fail_memory_above is not None:
+            limit = gate.fail_memory_above
             tests.extend(
-                Hypothesis(index, change.what, change.result, gate.fail_memory_above)
-                for change in row.memory
+                Hypothesis(index, change.what, change.result, limit, limit) for change in row.memory
             )
     return tests
 
 
 def _passes(test: Hypothesis, alpha: float) -> bool:
-    """Shown not larger than the limit, at ``alpha`` (one cell's part of the pass)."""
-    return test.result.p_below(math.log1p(test.limit / 100)) < alpha
+    """Shown not larger than the pass limit, at ``alpha`` (one cell's part of the pass)."""
+    return test.result.p_below(math.log1p(test.pass_limit / 100)) < alpha
 
 
 def _failure_line(rows: list[ComparisonRow], test: Hypothesis) -> str:
@@ -463,12 +484,19 @@ def _open_line(row: ComparisonRow) -> str:
     return f"undecided: {row.label}: {row.result.verdict}; {reason}"
 
 
-def decide(rows: list[ComparisonRow], gate: Gate, looks: str = "one look") -> GateVerdict:
+def decide(
+    rows: list[ComparisonRow],
+    gate: Gate,
+    looks: str = "one look",
+    failed_before: Mapping[str, str] | None = None,
+) -> GateVerdict:
     """The gate's outcome (module docstring) over ``rows``, the family's looks described by
-    ``looks``."""
+    ``looks``; ``failed_before``: cells (by label) a sequential session failed at an earlier
+    look, with that look's line: they stay failed (their rejection is already counted)."""
     tests = _hypotheses(rows, gate)
     rejected = holm([test.result.p_above(0.0) for test in tests], gate.alpha)
     states = [NOT_JUDGED] * len(rows)
+    regressions = [""] * len(rows)
     failures = []
     for index, row in enumerate(rows):
         if row.broken and not gate.allow_failures:
@@ -479,7 +507,13 @@ def decide(rows: list[ComparisonRow], gate: Gate, looks: str = "one look") -> Ga
     for test, significant in zip(tests, rejected, strict=True):
         if significant and (test.result.ratio - 1) * 100 > test.limit:
             failures.append(_failure_line(rows, test))
+            regressions[test.row] = regressions[test.row] or failures[-1]
             states[test.row] = FAIL
+    for index, row in enumerate(rows):
+        earlier = (failed_before or {}).get(row.label)
+        if earlier and states[index] != FAIL:
+            failures.append(f"{earlier}; a failed cell stays failed")
+            regressions[index], states[index] = failures[-1], FAIL
     for index in {test.row for test in tests}:
         if states[index] != FAIL:
             mine = [test for test in tests if test.row == index]
@@ -490,7 +524,9 @@ def decide(rows: list[ComparisonRow], gate: Gate, looks: str = "one look") -> Ga
     )
     family = Family(gate.alpha, len(tests), looks)
     outcome = _outcome(failures, undecided, states, gate)
-    return GateVerdict(outcome, family, tuple(failures), undecided, tuple(states))
+    return GateVerdict(
+        outcome, family, tuple(failures), undecided, tuple(states), tuple(regressions)
+    )
 
 
 def _outside_gate(row: ComparisonRow) -> bool:

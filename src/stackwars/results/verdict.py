@@ -14,7 +14,7 @@ Bad input (an unknown run, a percentage out of range) is not an outcome: it rais
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from stackwars.errors import UsageError
@@ -59,12 +59,18 @@ def gate_settings(
     alpha_pct: float = DEFAULT_ALPHA_PCT,
     allow_failures: bool = False,
     fail_on_undecided: bool = False,
+    pass_below: float | None = None,
 ) -> Gate:
     """The gate asked for, checked: limits and ``alpha_pct`` in percent, as the options
-    ``--fail-above``, ``--fail-memory-above`` and ``--alpha`` give them."""
+    ``--fail-above``, ``--pass-below``, ``--fail-memory-above`` and ``--alpha`` give them."""
     if not 0 < alpha_pct < 50:
         raise UsageError(f"--alpha {alpha_pct:g} must be a percentage in (0, 50) (5 by default)")
-    return Gate(fail_above, fail_memory_above, allow_failures, alpha_pct / 100, fail_on_undecided)
+    if pass_below is not None and fail_above is None:
+        raise UsageError("--pass-below is the pass limit of a gate on time: give --fail-above too")
+    if pass_below is not None and pass_below <= 0:
+        raise UsageError(f"--pass-below {pass_below:g} must be a percentage above 0")
+    return Gate(fail_above, fail_memory_above, allow_failures, alpha_pct / 100,
+                fail_on_undecided, pass_below)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,11 @@ class Verdict:
         return self.decision.failures if self.decision else ()
 
     @property
+    def failure_lines(self) -> tuple[str, ...]:
+        """Per row, the regression line that fails it ('' for none)."""
+        return self.decision.regressions if self.decision else ("",) * len(self.rows)
+
+    @property
     def undecided(self) -> tuple[str, ...]:
         return self.decision.undecided if self.decision else ()
 
@@ -118,10 +129,16 @@ class Verdict:
 
 
 def verdict_of(
-    rows: Sequence[ComparisonRow], gate: Gate, looks: str = ONE_LOOK, mismatch: str = ""
+    rows: Sequence[ComparisonRow],
+    gate: Gate,
+    looks: str = ONE_LOOK,
+    mismatch: str = "",
+    *,
+    failed_before: Mapping[str, str] | None = None,
 ) -> Verdict:
     """The one way a verdict is made: ``rows`` judged by ``gate`` (its family's looks
-    described by ``looks``); no decision when the gate has no limit."""
+    described by ``looks``); no decision when the gate has no limit. ``failed_before``: the
+    cells a sequential session (``ab``) failed at an earlier look, which stay failed."""
     rows = tuple(rows)
-    decision = decide(list(rows), gate, looks) if gate.active else None
+    decision = decide(list(rows), gate, looks, failed_before) if gate.active else None
     return Verdict(rows, gate, decision, mismatch)

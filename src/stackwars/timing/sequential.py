@@ -1,9 +1,10 @@
 """One-sided tests that stay valid however often a session looks at its data (``stackwars ab``).
 
-A session measures baseline and candidate in rounds (ABBA) and looks after every round from
-``first`` to ``last``. Its evidence for a cell is one paired log ratio a round,
-``log(candidate) - log(baseline)`` of that round's two workers: whatever moved the machine
-during the round moved both, so round-to-round drift cancels instead of counting as noise.
+A session measures baseline and candidate in rounds (which goes first drawn at random each
+round) and looks after every round from ``first`` to ``last``. Its evidence for a cell is
+one paired log ratio a round, ``log(candidate) - log(baseline)`` of that round's two
+workers: whatever moved the machine during the round moved both, so round-to-round drift
+cancels instead of counting as noise.
 
 The statistic at a look of ``n`` rounds is the one-sample trimmed t (Tukey and McLaughlin;
 the 20 % trim of ``timing/compare.py``, nothing trimmed below 5 rounds), whose one-sided

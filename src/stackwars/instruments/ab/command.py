@@ -30,9 +30,10 @@ def add_ab(subparsers: Subparsers) -> None:
         help="baseline and candidate alternately in one session, until every cell is decided "
         "(the regression gate)",
         description=(
-            "Run the same cells as baseline and candidate in alternating rounds (one fresh "
-            "worker per cell and side a round, ABBA order), and compare after each round from "
-            "--min-rounds on, until every cell is decided, --max-rounds, or --time-budget. "
+            "Run the same cells as baseline and candidate in rounds (one fresh worker per cell "
+            "and side a round, which side goes first drawn at random), and compare after each "
+            "round from --min-rounds on, until every cell is decided, --max-rounds, or "
+            "--time-budget. "
             "The sides differ by their Python (--baseline-python: another venv with other "
             "framework versions and this stackwars), environment variables (--candidate-env) "
             "or stackwars run options (--candidate-options). Every round's run file is kept "
@@ -103,7 +104,8 @@ def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
     assert verdict is not None  # run_session judges the rounds it measured
     title = (
         f"candidate against baseline: {outcome.rounds} rounds, {outcome.elapsed_s:.0f} s, "
-        f"{outcome.stopped} (threshold {threshold_pct(args):g}%, {session.describe_looks()})"
+        f"{outcome.stopped} (threshold {threshold_pct(args):g}%, {session.describe_looks()}, "
+        f"the first side of each round drawn with seed {outcome.order_seed})"
     )
     for part in comparison_report(verdict, title):
         console.print(part)
@@ -116,6 +118,7 @@ def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
         data = comparison_json(verdict)
         data["session"] = {"rounds": outcome.rounds, "elapsed_s": outcome.elapsed_s}
         data["session"] |= {"stopped": outcome.stopped, "plan": outcome.plan}
+        data["session"] |= {"order_seed": outcome.order_seed, "first": outcome.first}
         write_atomically(Path(args.json), json.dumps(data, indent=1))
     return verdict.exit_status
 

@@ -4,9 +4,11 @@ cell is decided or the time budget ends (the recommended regression gate).
 The sides differ by their Python (another virtual environment: other versions of jax or
 torch), by environment variables, or by ``stackwars run`` options; both run the same cells.
 Each round runs one fresh worker per cell on each side, as one ``stackwars run --repeat 1``
-under the side's Python (``instruments/ab/task.py``), in the order baseline-candidate, then
-candidate-baseline (ABBA), so that a drift of the machine during the session reaches both
-sides alike: no run-to-run term is added to the comparison, which pools the rounds' run files.
+under the side's Python (``instruments/ab/task.py``), the side that goes first drawn at random
+each round (RMIT: randomised multiple interleaved trials, seeded and recorded), so that a
+drift of the machine during the session reaches both sides alike and the two workers of a
+round are exchangeable by design, which the sign-flip test assumes; a fixed ABBA order only
+assumed it. No run-to-run term is added to the comparison, which pools the rounds' run files.
 
 Each cell is judged paired by round (``results/comparison.py``'s ``compare_rounds``: one log
 ratio of the round's two workers a round), so a drift between rounds cancels instead of
@@ -16,7 +18,8 @@ measure, Holm at the gate's alpha); the session stops when every cell is settled
 shown within the limits), after ``max_rounds``, or when another round would pass the time
 budget. Looking after every round is a sequential test whose p-values count every look the
 design allows (``timing/sequential.py``), so the family's false-alarm budget holds however the
-session ends.
+session ends, and a cell failed at one look stays failed: the calibration already paid for
+rejecting at any look, so a later look that no longer rejects cannot clear it.
 
 A round spends only on what the comparison uses: each side's run is ``--repeat 1`` with
 ``--second-look 0`` (the run's own check of a second worker is not part of the comparison).
@@ -26,6 +29,8 @@ first look, it stops there and says what budget would (``plan_line``), rather th
 
 from __future__ import annotations
 
+import random
+import secrets
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -75,6 +80,7 @@ class Session:
     max_rounds: int = 10
     time_budget_s: float = 900.0
     memory_budget: int = 0
+    order_seed: int | None = None  # which side goes first each round; None: drawn
 
     @property
     def looks(self) -> Looks:
@@ -96,6 +102,10 @@ class Outcome:
     stopped: str = ""
     elapsed_s: float = 0.0
     versions: dict[str, str] = field(default_factory=dict)
+    order_seed: int = 0  # the seed that drew each round's first side
+    first: list[str] = field(default_factory=list)  # the side that went first, each round
+    # Cells failed at some look (label -> the failure line and its round): they stay failed.
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 def check(session: Session) -> None:
@@ -128,20 +138,28 @@ def run_session(session: Session, listen: Listener, clock: Callable[[], float]) 
     for side in (session.baseline, session.candidate):
         outcome.versions[side.name] = side_version(side.interpreter, session.memory_budget)
     start = clock()
+    outcome.order_seed = secrets.randbits(31) if session.order_seed is None else session.order_seed
     outcome.stopped = _measure(session, outcome, listen, lambda: clock() - start)
     outcome.rows = compare_files(outcome.files, session)
-    outcome.verdict = verdict_of(outcome.rows, session.gate, session.describe_looks())
+    outcome.verdict = _verdict(outcome.rows, session, outcome.failed)
     return outcome
+
+
+def _verdict(rows: list[ComparisonRow], session: Session, failed: dict[str, str]) -> Verdict:
+    return verdict_of(rows, session.gate, session.describe_looks(), failed_before=failed)
 
 
 def _measure(
     session: Session, outcome: Outcome, listen: Listener, elapsed: Callable[[], float]
 ) -> str:
     """Rounds until the session stops; why it stopped."""
+    draw = random.Random(outcome.order_seed)
     while outcome.rounds < session.max_rounds:
         index = outcome.rounds
         order = (session.baseline, session.candidate)
-        for side in order if index % 2 == 0 else order[::-1]:
+        order = order if draw.random() < 0.5 else order[::-1]
+        outcome.first.append(order[0].name)
+        for side in order:
             outcome.files[side.name].append(_round(session, side, index))
         outcome.rounds += 1
         outcome.elapsed_s = elapsed()
@@ -153,7 +171,8 @@ def _measure(
                 return f"the time budget cannot reach the first look (round {session.min_rounds})"
         if outcome.rounds >= session.min_rounds:
             outcome.rows = compare_files(outcome.files, session)
-            open_cells = open_rows(outcome.rows, session)
+            _remember_failures(outcome, session)
+            open_cells = open_rows(outcome.rows, session, outcome.failed)
             listen(_progress(outcome, session, len(open_cells)))
             if not open_cells:
                 return "every cell decided"
@@ -223,11 +242,24 @@ def compare_files(files: dict[str, list[Path]], session: Session) -> list[Compar
     return compare_rounds(base, cand, session.threshold, session.looks, gate.alpha)
 
 
-def open_rows(rows: list[ComparisonRow], session: Session) -> list[ComparisonRow]:
-    """The rows more rounds could still decide: with a gate, those neither failed nor shown
-    within its limits; without one, those whose verdict is undecided or unsure of its size."""
+def _remember_failures(outcome: Outcome, session: Session) -> None:
+    """The cells this look fails on time or memory, kept with the round that failed them."""
+    if not session.gate.active:
+        return
+    verdict = _verdict(outcome.rows, session, outcome.failed)
+    for row, line in zip(verdict.rows, verdict.failure_lines, strict=True):
+        if line and row.label not in outcome.failed:
+            outcome.failed[row.label] = f"{line} (round {outcome.rounds})"
+
+
+def open_rows(
+    rows: list[ComparisonRow], session: Session, failed: dict[str, str] | None = None
+) -> list[ComparisonRow]:
+    """The rows more rounds could still decide: with a gate, those neither failed (now or at
+    an earlier look) nor shown within its limits; without one, those whose verdict is
+    undecided or unsure of its size."""
     if session.gate.active:
-        states = verdict_of(rows, session.gate, session.describe_looks()).states
+        states = _verdict(rows, session, failed or {}).states
         return [row for row, state in zip(rows, states, strict=True) if not settled(state)]
     return [row for row in rows if row.judged and _unsure(row)]
 

@@ -1,8 +1,9 @@
 """Running a bisection: the releases from the package index, an environment per release
 (``service/environments.create``: made once, found ready the next time, pip's cache keeping
 the wheels), and interleaved comparisons release against release (ab's rounds, ``service.py``
-one folder up: ABBA, a fresh worker per cell and side, each side a ``stackwars run`` whose
-stacks run in the release's environment), judged through ``verdict.py``, steered by ``search.py``.
+one folder up: the first side of each round drawn at random, a fresh worker per cell and
+side, each side a ``stackwars run`` whose stacks run in the release's environment), judged
+through ``verdict.py``, steered by ``search.py``.
 
 Everything it makes is kept: each environment under ``stackwars env``'s root, each step's
 rounds (run files and their stores) in a folder of its own under the bisection's folder.
@@ -178,7 +179,9 @@ def _session(request: Request, folder: Path, versions: tuple[str, str]) -> ab.Se
         baseline=ab.Side("baseline", options=("--stacks", stacks[0])),
         candidate=ab.Side("candidate", options=("--stacks", stacks[1])),
         out_dir=folder, threshold=request.threshold,
-        gate=gate_settings(request.threshold * 100, alpha_pct=request.alpha_pct),
+        gate=gate_settings(
+            request.threshold * 100, alpha_pct=request.alpha_pct, pass_below=request.threshold * 100
+        ),
         min_rounds=request.min_rounds, max_rounds=request.max_rounds,
         time_budget_s=request.time_budget_s, memory_budget=request.memory_budget,
     )  # fmt: skip

@@ -57,7 +57,8 @@ def judged(
     """:func:`judge`'s judgements, with the gate's verdict they come from (its family's looks
     described by ``looks``)."""
     rows = compare_runs(_unplaced(older), _unplaced(newer), threshold, alpha=alpha)
-    verdict = verdict_of(rows, gate_settings(threshold * 100, alpha_pct=alpha * 100), looks)
+    limit = threshold * 100  # bisect reads "not slower" against the same limit as "slower"
+    verdict = verdict_of(rows, gate_settings(limit, alpha_pct=alpha * 100, pass_below=limit), looks)
     share = alpha / max(1, sum(row.judged for row in rows))
     judgements = [
         _judgement(row, state, threshold, share)
