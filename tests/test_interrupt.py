@@ -41,7 +41,12 @@ def workers_alive(since: float, tag: str) -> list[psutil.Process]:
     return alive
 
 
-def test_interrupt_keeps_finished_cells_and_kills_the_worker(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupt_keeps_finished_cells_and_kills_the_worker(
+    tmp_path: Path, sent: signal.Signals
+) -> None:
+    """Ctrl-C, or SIGTERM as a CI runner cancelling a job or ``kill`` send it (the only signal
+    that reaches a job started with ``nohup ... &``, which ignores SIGINT)."""
     db = tmp_path / "db.sqlite"
     started, tag = time.time(), uuid.uuid4().hex
     # Two cells that hang: the first ends by its 2 s timeout, the second is interrupted.
@@ -81,7 +86,7 @@ def test_interrupt_keeps_finished_cells_and_kills_the_worker(tmp_path: Path) -> 
     while len(seen) < 2 and time.time() < deadline:
         seen.update(process.pid for process in workers_alive(started, tag))
         time.sleep(0.05)
-    run.send_signal(signal.SIGINT)
+    run.send_signal(sent)
     _, err = run.communicate(timeout=60)
     assert run.returncode == 130, err
     assert "interrupted" in err

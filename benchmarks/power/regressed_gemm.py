@@ -9,6 +9,10 @@ workloads" shows.
 * ``REGRESS_FAIL=1``: building the function raises (the cell ends ``error``).
 * ``REGRESS_HOLD_MB=M``: the function keeps ``M`` MiB more alive while it runs (a memory
   regression).
+* ``REGRESS_RECOMPILE=1`` (torch): the function reads a global that each call changes, the
+  pitfall that makes torch.compile's guards fail and recompile on every call (until its
+  recompile limit sends the frame to eager): the second run compiles again (the deterministic
+  gate's injected recompile, results/counts.py).
 """
 
 from __future__ import annotations
@@ -59,15 +63,22 @@ def numpy_impl(params: Mapping[str, Any]) -> Any:
     return gemm
 
 
+CALLS = [0]  # read by the torch function under REGRESS_RECOMPILE: a guard that always fails
+
+
 def torch_impl(params: Mapping[str, Any]) -> Any:
     import torch
 
     extra, held = _extra_rows(params), _held()
+    recompile = bool(os.environ.get("REGRESS_RECOMPILE"))
 
     def gemm(a: Any, b: Any) -> Any:
         out = a @ b
         if extra:
             out = torch.cat([a[:extra] @ b, out[extra:]])
+        if recompile:
+            CALLS[0] += 1
+            out = out * (1 + 0 * CALLS[0])
         return out
 
     gemm.held = held  # type: ignore[attr-defined]

@@ -3,14 +3,20 @@ its command module's, found by ``commands.discover``.
 
 Exit status: 0 when every cell ran, whatever its status (failures are data); 1 with
 ``--strict`` when a cell is not ok; 2 on bad input (a bare ``stackwars`` too: it prints the
-help); 130 when interrupted.
+help); 130 when interrupted: by Ctrl-C, or by SIGTERM, which a command handles as Ctrl-C
+(finished cells kept, the run marked interrupted): it is what a CI runner cancelling a job
+and a plain ``kill`` send, and the only one of the two that reaches a job started with
+``nohup ... &``, which ignores SIGINT.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from stackwars import commands
@@ -78,11 +84,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\n{NO_COMMAND}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        handler: commands.Handler = args.handler
-        return handler(args, list(sys.argv if argv is None else argv))
+        with _sigterm_as_interrupt():
+            handler: commands.Handler = args.handler
+            return handler(args, list(sys.argv if argv is None else argv))
     except UsageError as exc:
         print(f"stackwars: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("stackwars: interrupted; finished cells are stored", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt while a command runs (module docstring); only the main
+    thread can set a handler, so elsewhere (a notebook's thread) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

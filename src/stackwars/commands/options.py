@@ -173,6 +173,13 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
         "significantly larger by more than PCT percent",
     )
     parser.add_argument(
+        "--fail-on-count-change",
+        action="store_true",
+        help="a count every worker of each side agreed on and the sides differ in (the "
+        "compilations of the first run, the second run, steady state) fails its cell, with no "
+        "timing involved; such changes are listed either way",
+    )
+    parser.add_argument(
         "--allow-failures",
         action="store_true",
         help="a cell ok in the baseline and failed or absent in the candidate does not fail "
@@ -190,6 +197,7 @@ def gate_options(args: argparse.Namespace) -> dict[str, Any]:
         "allow_failures": args.allow_failures,
         "fail_on_undecided": args.fail_on_undecided,
         "pass_below": args.pass_below,
+        "fail_on_count_change": args.fail_on_count_change,
     }
 
 

@@ -89,6 +89,11 @@ def comparison_notes(rows: list[ComparisonRow], verdict: GateVerdict | None) -> 
             "spread holds the run-to-run component), not over their pooled workers"
         )
     notes.extend(_memory_notes(rows))
+    notes.extend(
+        f"count changed: {row.label}: {'; '.join(change.describe() for change in row.counts)}"
+        for row in rows
+        if row.counts
+    )
     if verdict is not None:
         notes.append(verdict.family.describe())
         notes.extend(verdict.failures)
@@ -160,6 +165,7 @@ def comparison_json(verdict: Verdict) -> dict[str, Any]:
                 "gate_state": state,
                 "comparison": dataclasses.asdict(row.result) if row.result else None,
                 "memory": [dataclasses.asdict(change) for change in row.memory],
+                "counts": [dataclasses.asdict(change) for change in row.counts],
             }
             for row, state in zip(verdict.rows, states, strict=True)
         ],

@@ -34,8 +34,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from stackwars.results.aggregate import workers_by_cell
+from stackwars.results.counts import CountChange, count_changes
 from stackwars.results.machines import mixed_machines
 from stackwars.results.schema import Cell
+from stackwars.timing import maxt
 from stackwars.timing.compare import (
     DEFAULT_ALPHA,
     INCONCLUSIVE,
@@ -46,8 +48,8 @@ from stackwars.timing.compare import (
     compare_run_means,
     geometric_mean,
 )
-from stackwars.timing.family import Family, holm
-from stackwars.timing.sequential import Looks
+from stackwars.timing.family import HOLM, Family, holm
+from stackwars.timing.sequential import Looks, Paired
 
 # "No regression larger than this" (percent): what a pass shows by default. A gate that must
 # show "below 5 %" needs about four times the rounds of one that shows "below 10 %" (a
@@ -77,6 +79,7 @@ class ComparisonRow:
     note: str = ""  # why there is no result, or why the result is not judged
     broken: str = ""  # ok in the baseline, not in the candidate (or absent): what happened
     memory: tuple[MemoryChange, ...] = ()
+    counts: tuple[CountChange, ...] = ()  # the deterministic counts that changed (counts.py)
 
     @property
     def judged(self) -> bool:
@@ -135,7 +138,10 @@ def _row(
     if mixed:
         result = dataclasses.replace(result, verdict=INCONCLUSIVE, reason=mixed, evidence=None)
     memory = () if mixed else _memory(base, cand, threshold, levels or {}, plan)
-    return ComparisonRow(label, base_median, base_median * result.ratio, result, mixed, "", memory)
+    counts = () if mixed else count_changes(base, cand)
+    return ComparisonRow(
+        label, base_median, base_median * result.ratio, result, mixed, "", memory, counts
+    )
 
 
 def _peak_rss(cell: Cell) -> int | None:
@@ -273,31 +279,38 @@ def compare_rounds(
         if row.judged:
             row = _paired_row(
                 row,
-                [(b[key][0], c[key][0]) for b, c in per_round if key in b and key in c],
+                [(i, b[key][0], c[key][0]) for i, (b, c) in enumerate(per_round)
+                 if key in b and key in c],
                 threshold,
                 looks,
                 alpha,
-            )
+            )  # fmt: skip
         rows.append(row)
     rows.extend(row for row in pooled if row.note == ONLY_CANDIDATE)
     return rows
 
 
 def _paired_row(
-    row: ComparisonRow, pairs: list[tuple[Cell, Cell]], threshold: float, looks: Looks, alpha: float
+    row: ComparisonRow,
+    pairs: list[tuple[int, Cell, Cell]],
+    threshold: float,
+    looks: Looks,
+    alpha: float,
 ) -> ComparisonRow:
-    """``row`` (every worker ok) judged again from ``pairs``: each round's baseline and
+    """``row`` (every worker ok) judged again from ``pairs``: each round's index, baseline and
     candidate worker, for the rounds in which both sides ran it."""
-    base = [_pooled_median([b]) for b, _ in pairs]
-    cand = [_pooled_median([c]) for _, c in pairs]
-    result = compare_paired(base, cand, looks, threshold=threshold, alpha=alpha)
+    indices = [index for index, _, _ in pairs]
+    base = [_pooled_median([b]) for _, b, _ in pairs]
+    cand = [_pooled_median([c]) for _, _, c in pairs]
+    result = compare_paired(base, cand, looks, threshold=threshold, alpha=alpha, indices=indices)
     memory = []
     for change in row.memory:
         read = dict(MEASURES)[change.what]
-        values = [(float(read(b) or 0), float(read(c) or 0)) for b, c in pairs]
+        values = [(float(read(b) or 0), float(read(c) or 0)) for _, b, c in pairs]
         paired = compare_paired(
-            [b for b, _ in values], [c for _, c in values], looks, threshold=threshold, alpha=alpha
-        )
+            [b for b, _ in values], [c for _, c in values], looks, threshold=threshold,
+            alpha=alpha, indices=indices,
+        )  # fmt: skip
         memory.append(dataclasses.replace(change, result=paired))
     candidate_median = None if row.baseline_median is None else row.baseline_median * result.ratio
     return dataclasses.replace(
@@ -390,6 +403,9 @@ class Gate:
     # A cell passes on time when shown slower by less than this (percent); None: the larger
     # of DEFAULT_PASS_BELOW and fail_above. Between the two limits a cell is undecided.
     pass_below: float | None = None
+    # A deterministic count that changed (counts.py: every worker of each side agreeing)
+    # fails its cell, beside the timed rules.
+    fail_on_count_change: bool = False
 
     @property
     def active(self) -> bool:
@@ -429,7 +445,7 @@ class GateVerdict:
     failures: tuple[str, ...]  # one line per reason it fails
     undecided: tuple[str, ...]  # one line per cell left open, with what would decide it
     states: tuple[str, ...]  # per row: FAIL, PASSED, UNDECIDED_ROW or NOT_JUDGED
-    # per row: the line of the regression (time or memory) that fails it, '' for none
+    # per row: the line of the regression (time, memory or a count) that fails it, '' for none
     regressions: tuple[str, ...] = ()
 
     def headline(self) -> str:
@@ -494,39 +510,77 @@ def decide(
     ``looks``; ``failed_before``: cells (by label) a sequential session failed at an earlier
     look, with that look's line: they stay failed (their rejection is already counted)."""
     tests = _hypotheses(rows, gate)
-    rejected = holm([test.result.p_above(0.0) for test in tests], gate.alpha)
-    states = [NOT_JUDGED] * len(rows)
-    regressions = [""] * len(rows)
-    failures = []
+    rejected, procedure = _fail_family(tests, gate.alpha)
+    marks = _Marks([NOT_JUDGED] * len(rows), [""] * len(rows), [])
     for index, row in enumerate(rows):
         if row.broken and not gate.allow_failures:
-            failures.append(f"BROKEN: {row.label}: {row.broken}")
-            states[index] = FAIL
+            marks.fail(index, f"BROKEN: {row.label}: {row.broken}", regression=False)
         elif row.note and not row.broken and not _outside_gate(row):
-            states[index] = UNDECIDED_ROW
+            marks.states[index] = UNDECIDED_ROW
     for test, significant in zip(tests, rejected, strict=True):
         if significant and (test.result.ratio - 1) * 100 > test.limit:
-            failures.append(_failure_line(rows, test))
-            regressions[test.row] = regressions[test.row] or failures[-1]
-            states[test.row] = FAIL
+            marks.fail(test.row, _failure_line(rows, test))
     for index, row in enumerate(rows):
+        if gate.fail_on_count_change and row.counts:
+            changed = "; ".join(change.describe() for change in row.counts)
+            marks.fail(index, f"COUNT CHANGED: {row.label}: {changed}")
         earlier = (failed_before or {}).get(row.label)
-        if earlier and states[index] != FAIL:
-            failures.append(f"{earlier}; a failed cell stays failed")
-            regressions[index], states[index] = failures[-1], FAIL
+        if earlier and marks.states[index] != FAIL:
+            marks.fail(index, f"{earlier}; a failed cell stays failed")
     for index in {test.row for test in tests}:
-        if states[index] != FAIL:
+        if marks.states[index] != FAIL:
             mine = [test for test in tests if test.row == index]
             shown = all(_passes(test, gate.alpha) for test in mine)
-            states[index] = PASSED if shown else UNDECIDED_ROW
+            marks.states[index] = PASSED if shown else UNDECIDED_ROW
     undecided = tuple(
-        _open_line(row) for row, state in zip(rows, states, strict=True) if state == UNDECIDED_ROW
+        _open_line(row)
+        for row, state in zip(rows, marks.states, strict=True)
+        if state == UNDECIDED_ROW
     )
-    family = Family(gate.alpha, len(tests), looks)
-    outcome = _outcome(failures, undecided, states, gate)
-    return GateVerdict(
-        outcome, family, tuple(failures), undecided, tuple(states), tuple(regressions)
-    )
+    family = Family(gate.alpha, len(tests), looks, procedure)
+    outcome = _outcome(marks.failures, undecided, marks.states, gate)
+    return GateVerdict(outcome, family, tuple(marks.failures), undecided, tuple(marks.states),
+                       tuple(marks.regressions))  # fmt: skip
+
+
+@dataclass
+class _Marks:
+    """What ``decide`` has found so far: each row's state and regression line, and every
+    failure line in order."""
+
+    states: list[str]
+    regressions: list[str]
+    failures: list[str]
+
+    def fail(self, index: int, line: str, *, regression: bool = True) -> None:
+        self.failures.append(line)
+        self.states[index] = FAIL
+        if regression and not self.regressions[index]:
+            self.regressions[index] = line
+
+
+def _fail_family(tests: list[Hypothesis], alpha: float) -> tuple[list[bool], str]:
+    """Which regression tests the family rejects, and by what procedure: a session that looks
+    once, its cells paired by round, by step-down max-T over joint sign flips of its rounds
+    (``timing/maxt.py``: exact, any dependence between cells, a floor of 2^-n instead of
+    Holm's 2^-n < alpha / m); anything else (separate runs, a sequential session whose
+    p-values count every look) by Holm over each test's own p-value."""
+    rounds = _joint_rounds(tests)
+    if rounds is not None:
+        return maxt.rejected(rounds, alpha), maxt.PROCEDURE
+    return holm([test.result.p_above(0.0) for test in tests], alpha), HOLM
+
+
+def _joint_rounds(tests: list[Hypothesis]) -> list[list[float]] | None:
+    """Each test's paired log ratio in every round of the session (NaN where it did not
+    run), when every test is a one-look paired session's; None otherwise."""
+    evidence = [test.result.evidence for test in tests]
+    paired = [found for found in evidence if isinstance(found, Paired)]
+    if not tests or len(paired) < len(tests) or any(p.looks.count != 1 for p in paired):
+        return None
+    by_round = [found.by_round() for found in paired]
+    rounds = 1 + max((max(found, default=-1) for found in by_round), default=-1)
+    return [[found.get(index, math.nan) for index in range(rounds)] for found in by_round]
 
 
 def _outside_gate(row: ComparisonRow) -> bool:

@@ -39,7 +39,11 @@ from stackwars.timing.family import DEFAULT_FAMILY_ALPHA, Family
 #   "exit_status", "family" (procedure, alpha, hypotheses, looks), "undecided" lines; each
 #   row its "gate_state"; a comparison's "unit" may be "round" (ab: paired by round) and its
 #   "evidence" holds the test's parts; "gate" gains alpha and fail_on_undecided.
-COMPARISON_FORMAT = 2
+# * 3 (2026-11-28, issue 54): "gate" gains pass_below and fail_on_count_change; each row its
+#   "counts" (the deterministic counts that changed, results/counts.py); a paired
+#   comparison's evidence its round "indices"; the family's procedure may be
+#   "westfall-young max-T" (a session that looks once).
+COMPARISON_FORMAT = 3
 
 # The gate's exit statuses (2 is bad input, argparse's and UsageError's): distinct, so that a
 # CI step can tell "regressed" from "could not tell" (docs/ci.md shows both uses).
@@ -60,6 +64,7 @@ def gate_settings(
     allow_failures: bool = False,
     fail_on_undecided: bool = False,
     pass_below: float | None = None,
+    fail_on_count_change: bool = False,
 ) -> Gate:
     """The gate asked for, checked: limits and ``alpha_pct`` in percent, as the options
     ``--fail-above``, ``--pass-below``, ``--fail-memory-above`` and ``--alpha`` give them."""
@@ -69,8 +74,12 @@ def gate_settings(
         raise UsageError("--pass-below is the pass limit of a gate on time: give --fail-above too")
     if pass_below is not None and pass_below <= 0:
         raise UsageError(f"--pass-below {pass_below:g} must be a percentage above 0")
+    if fail_on_count_change and fail_above is None and fail_memory_above is None:
+        raise UsageError(
+            "--fail-on-count-change stands beside the timed gate: give --fail-above too"
+        )
     return Gate(fail_above, fail_memory_above, allow_failures, alpha_pct / 100,
-                fail_on_undecided, pass_below)  # fmt: skip
+                fail_on_undecided, pass_below, fail_on_count_change)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ def compare(
     allow_failures: bool = False,
     fail_on_undecided: bool = False,
     pass_below: float | None = None,
+    fail_on_count_change: bool = False,
 ) -> Compared:
     """The cells both sides share: ratio, interval, test and verdict for each, workers as the
     unit (``within_process`` accepts one worker's blocks as the evidence), judged by the gate
@@ -85,6 +86,7 @@ def compare(
     gate = gate_settings(
         fail_above, fail_memory_above, alpha_pct=alpha_pct, allow_failures=allow_failures,
         fail_on_undecided=fail_on_undecided, pass_below=pass_below,
+        fail_on_count_change=fail_on_count_change,
     )  # fmt: skip
     baseline, candidate = load_side(run_a, db), load_side(run_b, db)
     for record in (*baseline, *candidate):
@@ -155,12 +157,14 @@ def compare_with_stack(
     allow_failures: bool = False,
     fail_on_undecided: bool = False,
     pass_below: float | None = None,
+    fail_on_count_change: bool = False,
 ) -> Verdict:
     """Every stack of a run against one of its stacks, judged by the gate the keywords ask
     for (as :func:`compare`'s)."""
     gate = gate_settings(
         fail_above, fail_memory_above, alpha_pct=alpha_pct, allow_failures=allow_failures,
         fail_on_undecided=fail_on_undecided, pass_below=pass_below,
+        fail_on_count_change=fail_on_count_change,
     )  # fmt: skip
     rows = compare_stacks(
         record.cells, baseline, threshold(threshold_pct), within_process, alpha=gate.alpha

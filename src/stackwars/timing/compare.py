@@ -543,12 +543,14 @@ def compare_paired(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     alpha: float = DEFAULT_ALPHA,
+    indices: Sequence[int] = (),
 ) -> Comparison:
     """Compare a session's rounds, paired (``timing/sequential.py``): each round's baseline
-    and candidate worker medians, in round order. Before the design's first look the cell is
-    ``inconclusive`` (its interval is not calibrated for that look)."""
+    and candidate worker medians, in round order (``indices``: the session's round of each,
+    where the cell missed some). Before the design's first look the cell is ``inconclusive``
+    (its interval is not calibrated for that look)."""
     rounds = len(baseline)
-    paired = Paired.of(baseline, candidate, looks)
+    paired = Paired.of(baseline, candidate, looks, indices)
     workers = (rounds, rounds)
     if rounds < looks.first:
         ratio = math.exp(sum(paired.log_ratios) / rounds) if rounds else math.nan

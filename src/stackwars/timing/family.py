@@ -10,6 +10,11 @@ the expected share of false names among the cells named: a change that slows one
 let BH name unchanged cells beside it, and a team acts on each name (a bisect, a revert). A
 gate's usual day is one change touching a few cells, where Holm loses little.
 
+A session that looks once, its cells paired by round, is judged instead by step-down max-T
+over joint sign flips of its rounds (``timing/maxt.py``): the same strong control, exact
+under the exchangeability the session's random side order makes, and without Holm's need
+of 2^-n < alpha / m before any cell of m can fail.
+
 Passing is the other direction: the suite passes when every cell is shown not slower than the
 limit. That is an intersection of per-cell claims, each tested at ``alpha`` with no correction
 (the intersection-union principle, Berger 1982): to pass wrongly, the one cell that truly

@@ -233,13 +233,22 @@ def rounds_at_least(log_ratios: Sequence[float], margin: float, alpha: float) ->
 
 @dataclass(frozen=True)
 class Paired:
-    """A cell's paired log ratios, one a round in round order, and the design's looks."""
+    """A cell's paired log ratios, one a round in round order, and the design's looks;
+    ``indices``: the session's round (from 0) of each ratio, where a cell missed rounds (the
+    joint flips of ``timing/maxt.py`` pair the cells of one round); empty: 0, 1, 2, ..."""
 
     log_ratios: tuple[float, ...]
     looks: Looks
+    indices: tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, baseline: Sequence[float], candidate: Sequence[float], looks: Looks) -> Paired:
+    def of(
+        cls,
+        baseline: Sequence[float],
+        candidate: Sequence[float],
+        looks: Looks,
+        indices: Sequence[int] = (),
+    ) -> Paired:
         """From each round's baseline and candidate times (same length, round order)."""
         if len(baseline) != len(candidate):
             raise ValueError(
@@ -249,11 +258,17 @@ class Paired:
         if len(baseline) > looks.last:
             raise ValueError(f"{len(baseline)} rounds is past the design's last look")
         ratios = tuple(math.log(c) - math.log(b) for b, c in zip(baseline, candidate, strict=True))
-        return cls(ratios, looks)
+        if indices and len(indices) != len(ratios):
+            raise ValueError(f"{len(indices)} round indices for {len(ratios)} rounds")
+        return cls(ratios, looks, tuple(indices))
 
     @property
     def rounds(self) -> int:
         return len(self.log_ratios)
+
+    def by_round(self) -> dict[int, float]:
+        """Each ratio under the session's round it came from."""
+        return dict(zip(self.indices or range(self.rounds), self.log_ratios, strict=True))
 
     def p_above(self, bound: float) -> float:
         """p-value against "the change is at most ``bound``" (a log ratio)."""

@@ -48,7 +48,12 @@ def add_ab(subparsers: Subparsers) -> None:
     for side in ("baseline", "candidate"):
         _add_side(parser, side)
     parser.add_argument(
-        "--min-rounds", type=int, default=3, help="rounds before the first look (3)"
+        "--min-rounds",
+        type=int,
+        default=3,
+        help="rounds before the first look (3); equal to --max-rounds, the session looks once "
+        "and fails cells by max-T over joint flips of its rounds, from 5 rounds whatever the "
+        "number of cells",
     )
     parser.add_argument("--max-rounds", type=int, default=10, help="rounds at most (10)")
     parser.add_argument(

@@ -87,6 +87,8 @@ class Session:
         return Looks(self.min_rounds, self.max_rounds)
 
     def describe_looks(self) -> str:
+        if self.min_rounds == self.max_rounds:
+            return f"one look after round {self.max_rounds}, paired by round"
         return f"looks after rounds {self.min_rounds} to {self.max_rounds}, paired by round"
 
 
@@ -190,7 +192,12 @@ def plan_line(session: Session, outcome: Outcome, affordable: int) -> str:
     per_round = outcome.elapsed_s / max(outcome.rounds, 1)
     cells = len(api.read_run_file(outcome.files["baseline"][0]).cells)
     measures = (session.gate.fail_above is not None) + (session.gate.fail_memory_above is not None)
-    to_fail = rounds_to_reach(holm_level(session.gate.alpha, cells * max(measures, 1)))
+    # One look fails by max-T over the whole family (its floor 2^-n against alpha); looks
+    # after every round by Holm (2^-n against alpha / m): results/comparison.py's _fail_family.
+    level = session.gate.alpha
+    if session.looks.count > 1:
+        level = holm_level(level, cells * max(measures, 1))
+    to_fail = rounds_to_reach(level)
     within = min(affordable, session.max_rounds)
     text = (
         f"a round takes {per_round:.0f} s: the budget ({session.time_budget_s:g} s) allows "

@@ -19,7 +19,8 @@ from stackwars.instruments.ab.bisect.search import FASTER, SAME, SLOWER, UNDECID
 from stackwars.results.comparison import FAIL, PASSED, ComparisonRow, compare_runs
 from stackwars.results.schema import Cell
 from stackwars.results.verdict import ONE_LOOK, Verdict, gate_settings, verdict_of
-from stackwars.timing.compare import INCONCLUSIVE
+from stackwars.timing.compare import INCONCLUSIVE, Comparison
+from stackwars.timing.family import holm
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ def judge(
 ) -> list[Judgement]:
     """Each cell both releases measured, judged as one gate family at ``alpha`` (Holm): ``slower``
     when the gate fails it (significantly slower, by more than ``threshold``), ``faster`` for
-    the same rule turned round (at ``alpha`` shared over the cells), ``same`` when the gate
+    the same rule turned round (Holm over the cells' "not faster", estimated faster by more
+    than ``threshold``), ``same`` when the gate
     shows it within the threshold, ``undecided`` otherwise (or when the cell failed). A step
     that looks after several rounds passes ``alpha`` divided by its looks."""
     return judged(older, newer, threshold, alpha)[1]
@@ -59,12 +61,26 @@ def judged(
     rows = compare_runs(_unplaced(older), _unplaced(newer), threshold, alpha=alpha)
     limit = threshold * 100  # bisect reads "not slower" against the same limit as "slower"
     verdict = verdict_of(rows, gate_settings(limit, alpha_pct=alpha * 100, pass_below=limit), looks)
-    share = alpha / max(1, sum(row.judged for row in rows))
+    faster = _significantly_faster(rows, alpha)
     judgements = [
-        _judgement(row, state, threshold, share)
-        for row, state in zip(rows, verdict.states, strict=True)
+        _judgement(row, state, threshold, index in faster)
+        for index, (row, state) in enumerate(zip(rows, verdict.states, strict=True))
     ]
     return verdict, judgements
+
+
+def _significantly_faster(rows: Sequence[ComparisonRow], alpha: float) -> set[int]:
+    """The rows the gate's regression rule, turned round, names faster: Holm over every
+    judged row's one-sided p-value against "not faster" at ``alpha``, as the gate's family is
+    over "not slower" (the estimate beyond the threshold is ``_judgement``'s check)."""
+    judged = [i for i, row in enumerate(rows) if row.judged and row.result is not None]
+    p_values = [_result(rows[i]).p_below(0.0) for i in judged]
+    return {i for i, rejected in zip(judged, holm(p_values, alpha), strict=True) if rejected}
+
+
+def _result(row: ComparisonRow) -> Comparison:
+    assert row.result is not None
+    return row.result
 
 
 def _unplaced(cells: Sequence[Cell]) -> list[Cell]:
@@ -77,7 +93,7 @@ def _unplaced(cells: Sequence[Cell]) -> list[Cell]:
     return unplaced
 
 
-def _judgement(row: ComparisonRow, state: str, threshold: float, alpha: float) -> Judgement:
+def _judgement(row: ComparisonRow, state: str, threshold: float, faster: bool) -> Judgement:
     result = row.result
     if result is None or row.note:
         return Judgement(row.label, UNDECIDED, detail=row.broken or row.note, hopeless=True)
@@ -85,8 +101,8 @@ def _judgement(row: ComparisonRow, state: str, threshold: float, alpha: float) -
         return Judgement(row.label, UNDECIDED, result.ratio, math.nan, math.nan, result.describe())
     if state == FAIL:
         word = SLOWER
-    elif result.p_below(-math.log1p(threshold)) < alpha:
-        word = FASTER  # the gate's rule turned round: a speed-up beyond the threshold
+    elif faster and (1 / result.ratio - 1) > threshold:
+        word = FASTER  # the gate's rule turned round: significant, estimated beyond it
     elif state == PASSED:
         word = SAME
     else:

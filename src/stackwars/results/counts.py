@@ -1,0 +1,64 @@
+"""The deterministic gate: counts a framework keeps that a change moves by exactly zero or by a
+whole step, compared cell by cell beside the timed gate (issue 54).
+
+A time needs rounds to be told from noise; a count does not. When every worker of the
+baseline read one value and every worker of the candidate another, the change made it (a
+recompile each call, a graph the compiler now splits), decided in one round with no timing
+involved. A count whose workers disagree within a side is not deterministic on this machine
+and is not compared. What the cells record and is compared here:
+
+* the compilations of the first run, the second run and steady state, as each framework counts
+  them (XLA executables, Dynamo graphs, torch_xla's uncached graph compiles): a recompile
+  injected into every call moves the steady count from 0.
+
+Not compared, with why: bytes allocated per call as the frameworks' allocators count them
+(not recorded by the CPU workers), HLO operation counts (captured only with --capture-ir, and
+not per round), user-space instruction counts (``perf stat -e instructions:u true`` printed
+``<not supported>`` on the project's AMD EPYC virtual machine, 2026-11-28: the hypervisor
+exposes no hardware counters), page faults per call (an
+allocator that reuses its pages hides an extra copy, so their change is not a whole step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from stackwars.results.schema import Cell
+
+COUNTS: tuple[tuple[str, Callable[[Cell], int | None]], ...] = (
+    ("compilations in the first run", lambda cell: cell.compiles.first_run),
+    ("compilations in the second run", lambda cell: cell.compiles.second_run),
+    ("compilations in steady state", lambda cell: cell.compiles.steady),
+)
+
+
+@dataclass(frozen=True)
+class CountChange:
+    """One count every worker of each side agreed on, different between the sides."""
+
+    what: str
+    baseline: int
+    candidate: int
+
+    def describe(self) -> str:
+        return f"{self.what} {self.baseline} → {self.candidate}"
+
+
+def count_changes(baseline: Sequence[Cell], candidate: Sequence[Cell]) -> tuple[CountChange, ...]:
+    """The counts that changed between one cell's baseline and candidate workers (every
+    worker ok): only where each side's workers all read one value."""
+    changes = []
+    for what, read in COUNTS:
+        before, after = _one_value(baseline, read), _one_value(candidate, read)
+        if before is not None and after is not None and before != after:
+            changes.append(CountChange(what, before, after))
+    return tuple(changes)
+
+
+def _one_value(cells: Sequence[Cell], read: Callable[[Cell], int | None]) -> int | None:
+    """The value every worker read; None when a worker did not count it or they disagree."""
+    values = {read(cell) for cell in cells}
+    if len(values) != 1 or None in values:
+        return None
+    return values.pop()
