@@ -27,7 +27,7 @@ from stackwars.instruments.reproduce.data import (
     NOT_RUN,
     read_edition,
 )
-from stackwars.instruments.reproduce.plan import CLAIMS, FULL, TINY, parts_at
+from stackwars.instruments.reproduce.plan import CELLS, CLAIMS, FULL, TINY, parts_at
 from stackwars.instruments.reproduce.render.evidence import Evidence
 from stackwars.instruments.reproduce.render.findings import evidence_sentences, findings_markdown
 from stackwars.report.markdown_text import escape
@@ -184,11 +184,12 @@ def test_a_part_past_the_budget_is_listed_not_run_and_a_resume_with_more_runs_it
     assert [p.status for p in read_edition(path).parts] == [DONE] * len(TINY)
 
 
-def test_parts_a_resume_measured_with_newer_code_are_named_with_their_commit(
+def test_parts_a_resume_measured_are_named_with_its_command_and_newer_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An edition begun at one commit and resumed at another is still one edition, but the
-    findings say which parts the newer code measured."""
+    """An edition begun at one commit and resumed at another by another command is still one
+    edition, but the findings say which parts the resume measured, by what command and with
+    what code."""
     clock, commit = FakeClock(), {"commit": "a" * 40, "dirty": False}
 
     def fake_part(part: Any, kept: Any, context: Any) -> None:
@@ -199,13 +200,17 @@ def test_parts_a_resume_measured_with_newer_code_are_named_with_their_commit(
     path, store = tmp_path / "edition.json", Store(tmp_path / "db.sqlite")
     service.measure(service.begin("tiny", 100, ["stackwars"]), path, store, _no_reporter,
                     clock=clock)  # fmt: skip
-    assert "Resumed with other code" not in findings_markdown(read_edition(path))
+    assert "Resumed" not in findings_markdown(read_edition(path))
     commit["commit"] = "b" * 40
+    again = ["stackwars", "reproduce", "--resume", "--time-budget", "1000"]
     resumed = service.with_budget(service.resume(path), 1000)
-    service.measure(resumed, path, store, _no_reporter, clock=clock)
-    findings = findings_markdown(read_edition(path))
-    assert all(f"{p.name} at `{'b' * 12}`" in findings for p in TINY[3:])
-    assert not any(f"{p.name} at `" in findings for p in TINY[:3])
+    service.measure(resumed, path, store, _no_reporter, clock=clock, command=again)
+    kept = read_edition(path)
+    assert [p.command for p in kept.parts] == [["stackwars"]] * 3 + [again] * (len(TINY) - 3)
+    findings = findings_markdown(kept)
+    by = f"by `{' '.join(again)}` at `{'b' * 12}`"
+    assert all(f"{p.name} {by}" in findings for p in TINY[3:])
+    assert not any(f"{p.name} by `" in findings for p in TINY[:3])
 
 
 def test_an_edition_of_format_1_still_reads_and_says_its_format() -> None:
@@ -264,6 +269,37 @@ def test_an_interrupted_part_is_kept_as_such_and_resumed(
         service.measure(edition, path, Store(tmp_path / "db.sqlite"), _no_reporter)
     statuses = [part.status for part in read_edition(path).parts]
     assert statuses == [DONE, INTERRUPTED] + [NOT_RUN] * (len(TINY) - 2)
+
+
+def test_a_cells_part_continued_by_a_resume_names_both_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cells part interrupted and continued by a resume with other code keeps the first
+    session (its run holds that session's cells too), and the findings name both."""
+    cells = next(part for part in TINY if part.kind == CELLS)
+    commit, stops = {"commit": "a" * 40, "dirty": False}, [cells.name]
+
+    def fake_part(part: Any, kept: Any, context: Any) -> None:
+        kept.run_id = f"run-{part.name}"
+        if part.name in stops:
+            stops.remove(part.name)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(service, "_measure_part", fake_part)
+    monkeypatch.setattr(service.metadata, "git_state", lambda source: dict(commit))
+    path, store = tmp_path / "edition.json", Store(tmp_path / "db.sqlite")
+    with pytest.raises(KeyboardInterrupt):
+        service.measure(service.begin("tiny", 100, ["stackwars"]), path, store, _no_reporter)
+    commit["commit"] = "b" * 40
+    again = ["stackwars", "reproduce", "--resume"]
+    service.measure(service.resume(path), path, store, _no_reporter, command=again)
+    part = read_edition(path).part(cells.name)
+    assert part is not None and part.status == DONE
+    assert [session["source"]["commit"] for session in part.earlier] == ["a" * 40]
+    assert part.earlier[0]["command"] == ["stackwars"] and part.command == again
+    findings = findings_markdown(read_edition(path))
+    assert f"{cells.name} by `stackwars` (begun " in findings
+    assert f"continued by `stackwars reproduce --resume` at `{'b' * 12}`" in findings
 
 
 def test_a_part_cut_by_the_budget_is_interrupted_and_the_edition_still_ends(

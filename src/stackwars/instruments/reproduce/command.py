@@ -116,7 +116,9 @@ def reproduce(args: argparse.Namespace, argv: list[str]) -> int:
             console.print(Text(text))
 
     console.print(Text(f"edition {edition.id} ({edition.scale}) in {out}; runs in {results.path}"))
-    finished = service.measure(edition, path, results, progress, where=where, on_note=note)
+    finished = service.measure(
+        edition, path, results, progress, where=where, on_note=note, command=_command(argv)
+    )
     markdown = Path(args.markdown) if args.markdown else out / "findings.md"
     write_atomically(markdown, findings_markdown(finished, size_bytes=path.stat().st_size))
     left = [f"{p.name} ({p.reason})" for p in finished.parts if p.status != DONE]

@@ -13,6 +13,11 @@ Format history (``EDITION_FORMAT``):
 * 2 (2026-11-28): each part keeps ``source``, the commit of the stackwars that measured it:
   a part run by ``--resume`` may be measured by newer code than the edition began with.
   Format 1 files still read (their parts' source is the edition's).
+* 3 (2026-11-29): each part keeps ``command``, the command line that measured it (a
+  ``--resume``'s, not the one that began the edition), and ``earlier``, the sessions that
+  measured a cells part before a resume continued its run (started, source, command, seconds).
+  Formats 1 and 2 still read (their parts' command is unknown, ``None``; a format 2 part
+  continued by a resume names only its last session).
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ from stackwars.results.captures import RunCapture
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.schema import Cell
 
-EDITION_FORMAT = 2
-READABLE_FORMATS = (1, 2)  # a format 1 part has no source of its own: the edition's
+EDITION_FORMAT = 3
+# A format 1 part has no source of its own (the edition's); formats 1 and 2 keep no part's command.
+READABLE_FORMATS = (1, 2, 3)
 DONE, NOT_RUN, INTERRUPTED = "done", "not run", "interrupted"
 # Each part's run keeps the edition under this instrument and key (``Store.add_data``), so
 # that show and the report of any of them show its findings (render/__init__.py).
@@ -58,6 +64,10 @@ class PartResult:
     started: str | None = None
     duration_s: float | None = None
     source: dict[str, Any] | None = None  # git commit and dirty flag of the code that measured it
+    command: list[str] | None = None  # the command line that measured it (a resume's own)
+    # The sessions that measured this cells part before a resume continued its run, oldest
+    # first: {"started", "source", "command", "duration_s"}; the run holds their cells too.
+    earlier: list[dict[str, Any]] = field(default_factory=list)
     cells: list[dict[str, Any]] = field(default_factory=list)
     ir: list[dict[str, Any]] = field(default_factory=list)
     outcomes: list[dict[str, Any]] = field(default_factory=list)

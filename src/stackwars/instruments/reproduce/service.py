@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from stackwars.config import INPUT_MODES, RunOptions
 from stackwars.errors import UsageError
@@ -127,10 +127,12 @@ def measure(
     where: Where = Where(),
     on_note: Callable[[str], None] = lambda text: None,
     clock: Callable[[], float] = time.monotonic,
+    command: Sequence[str] | None = None,
 ) -> files.Edition:
     """Measure every part of ``current`` not yet done, in order, writing ``path`` after each
     (and when interrupted); the budget counts from this call, less the time the parts already
-    done took."""
+    done took. ``command`` is this call's command line (a resume's), kept by each part it
+    measures; by default the one that began the edition."""
     start = clock() - sum(part.duration_s or 0.0 for part in current.parts)
     plan = {part.name: part for part in parts_at(current.scale)}
     for index, kept in enumerate(current.parts):
@@ -143,15 +145,18 @@ def measure(
         on_note(f"part {index + 1}/{len(current.parts)}: {kept.name} ({kept.seed}), {left:.0f} s "
                 "of the budget left")  # fmt: skip
         resumed = kept.run_id if kept.status == files.INTERRUPTED else None
+        if resumed is not None and plan[kept.name].kind == CELLS:
+            kept.earlier.append(_session(kept))  # its run, and cells, go on
         kept.started, began, before = now(), clock(), kept.duration_s or 0.0
         kept.source = metadata.git_state(SOURCE)
+        kept.command = ran = list(command or current.command)
 
         def spent() -> bool:
             return clock() - start > current.budget_s
 
         context = _Context(
             results, _deadline(reporter_for, spent), where, f"edition {current.id}: {kept.name}",
-            current.command, current.scale == "tiny", min(left, CLAIMS_SHARE * current.budget_s),
+            ran, current.scale == "tiny", min(left, CLAIMS_SHARE * current.budget_s),
             resumed, spent,
         )  # fmt: skip
         try:
@@ -170,6 +175,12 @@ def measure(
     current.ended, current.duration_s = now(), clock() - start
     _write(current, path, results)
     return current
+
+
+def _session(kept: files.PartResult) -> dict[str, Any]:
+    """Who measured ``kept`` so far, before a resume continues it."""
+    return {"started": kept.started, "source": kept.source, "command": kept.command,
+            "duration_s": kept.duration_s}  # fmt: skip
 
 
 def _spent(budget_s: float) -> str:

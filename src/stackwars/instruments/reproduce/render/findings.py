@@ -106,7 +106,7 @@ def provenance(edition: Edition) -> list[str]:
         f"commit `{escape(commit)}`{dirty}; command `{escape(command)}`.",
         "",
         f"Versions: {escape(_versions(edition.versions))}.",
-        *_resumed_on_other_code(edition),
+        *_resumed(edition),
     ]
 
 
@@ -115,19 +115,41 @@ def _commit(source: dict[str, Any] | None) -> tuple[str, str]:
     return commit, " (with uncommitted changes)" if (source or {}).get("dirty") else ""
 
 
-def _resumed_on_other_code(edition: Edition) -> list[str]:
-    """The parts a ``--resume`` measured with other code than the edition began with, named
-    with their commit: one edition, but not one version of stackwars."""
+def _resumed(edition: Edition) -> list[str]:
+    """The parts measured by another command than the one that began the edition (a
+    ``--resume``), each session of a part continued by one in order, with its command, when
+    it began and its commit where it differs: one edition, but perhaps not one version of
+    stackwars."""
     began = _commit(edition.source)
-    later = [
-        f"{part.name} at `{escape(''.join(_commit(part.source)))}` "
-        f"(begun {escape(part.started or '')})"
-        for part in edition.parts
-        if part.source is not None and _commit(part.source) != began
-    ]
+    later = []
+    for part in edition.parts:
+        sessions = [*part.earlier, _session(part)]
+        if all(_as_begun(session, edition, began) for session in sessions):
+            continue
+        told = [_told(session, began) for session in sessions]
+        later.append(f"{part.name} by {', continued by '.join(told)}")
     if not later:
         return []
-    return ["", f"**Resumed with other code:** {'; '.join(later)}."]
+    return ["", f"**Resumed:** {'; '.join(later)}."]
+
+
+def _session(part: PartResult) -> dict[str, Any]:
+    return {"started": part.started, "source": part.source, "command": part.command}
+
+
+def _as_begun(session: dict[str, Any], edition: Edition, began: tuple[str, str]) -> bool:
+    """Whether a session of a part ran as the edition began: its command and its code."""
+    source, command = session.get("source"), session.get("command")
+    return (source is None or _commit(source) == began) and command in (None, edition.command)
+
+
+def _told(session: dict[str, Any], began: tuple[str, str]) -> str:
+    command, source = session.get("command"), session.get("source")
+    how = f"`{escape(' '.join(command))}`" if command else "a resume"
+    code = ""
+    if source is not None and _commit(source) != began:
+        code = f" at `{escape(''.join(_commit(source)))}`"
+    return f"{how}{code} (begun {escape(session.get('started') or '')})"
 
 
 def elsewhere(edition: Edition) -> list[str]:
