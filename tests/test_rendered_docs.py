@@ -80,6 +80,17 @@ def test_the_readme_example_is_rendered_from_its_run_file(tmp_path: Path) -> Non
     assert render(f"benchmarks/render_run.py {changed}") != render(command)
 
 
+def test_a_changed_peak_changes_the_memory_table(tmp_path: Path) -> None:
+    """docs/log.md's GPT-Neo table is its run file's rendering: a changed peak changes it."""
+    command = "benchmarks/render_memory.py docs/data/gpt-neo-2026-11-28/gpt-neo-infer-train.json"
+    assert ("log.md", command) in {(document, shown) for document, shown, _ in blocks()}
+    run = json.loads((ROOT / command.split()[1]).read_text(encoding="utf-8"))
+    run["cells"][0]["memory"]["peak_rss_bytes"] += 2**30
+    changed = tmp_path / "run.json"
+    changed.write_text(json.dumps(run), encoding="utf-8")
+    assert render(f"benchmarks/render_memory.py {changed}") != render(command)
+
+
 EDITION = "docs/data/edition/edition.json"
 FINDINGS = f"benchmarks/render_findings.py {EDITION}"
 
