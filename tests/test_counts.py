@@ -14,7 +14,8 @@ from stackwars.errors import UsageError
 from stackwars.report.comparison import comparison_json, comparison_notes
 from stackwars.results.comparison import FAIL, PASSED, Gate, decide
 from stackwars.results.counts import CountChange, count_changes
-from stackwars.results.schema import Cell, Compiles
+from stackwars.frameworks.torch import running_peak
+from stackwars.results.schema import Cell, Compiles, Memory
 from stackwars.results.verdict import gate_settings, verdict_of
 from test_gate import REGRESSED, row, stackwars
 
@@ -30,6 +31,23 @@ def test_a_count_every_worker_agreed_on_that_the_sides_differ_in_is_a_change() -
     assert count_changes(workers(0, 0), workers(0, 0)) == ()
     assert count_changes(workers(0, 0), workers(1, 0)) == ()  # not one value: not compared
     assert count_changes(workers(0), workers(None)) == ()  # not counted by the stack
+
+
+def test_a_call_s_peak_bytes_are_a_count_of_the_gate() -> None:
+    baseline, candidate = workers(0, 0), workers(0, 0)
+    for cell in baseline:
+        cell.memory = Memory(call_peak_bytes=2**18)
+    for cell in candidate:
+        cell.memory = Memory(call_peak_bytes=2**19)
+    assert count_changes(baseline, candidate) == (
+        CountChange("bytes a call held at its peak", 2**18, 2**19),
+    )
+
+
+def test_a_running_peak_is_the_most_held_above_the_start_in_time_order() -> None:
+    assert running_peak([(3, -100), (1, 100), (2, 50), (4, 30)]) == 150
+    assert running_peak([(1, -10), (2, 5)]) == 0
+    assert running_peak([]) == 0
 
 
 def test_a_changed_count_fails_its_cell_only_when_asked_and_is_listed_always() -> None:
@@ -49,25 +67,42 @@ def test_a_changed_count_fails_its_cell_only_when_asked_and_is_listed_always() -
         gate_settings(fail_on_count_change=True)
 
 
+INJECTED = [
+    ("torch:compile", "REGRESS_RECOMPILE", "compilations in the second run"),
+    ("numpy:eager", "REGRESS_COPY", "bytes a call held at its peak"),
+    ("torch:eager", "REGRESS_COPY", "bytes a call held at its peak"),
+]
+
+
 @pytest.mark.slow
 @pytest.mark.serial
-def test_an_injected_recompile_fails_one_round_with_no_timing_involved(tmp_path: Path) -> None:
-    """One worker a side, torch.compile: the candidate's function reads a global each call
-    changes (REGRESS_RECOMPILE), so its guards fail and it compiles again; the timed gate
-    cannot decide one worker a side, the count gate fails it."""
+@pytest.mark.parametrize(("stack", "variable", "count"), INJECTED)
+def test_an_injected_change_fails_one_round_with_no_timing_involved(
+    tmp_path: Path, stack: str, variable: str, count: str
+) -> None:
+    """One worker a side: the candidate recompiles every call (REGRESS_RECOMPILE: its
+    function reads a global each call changes, so torch.compile's guards fail) or returns an
+    extra copy of its product (REGRESS_COPY); the timed gate cannot decide one worker a
+    side, the count gate fails it. Two baselines compared change no count: the counts repeat
+    across fresh workers."""
     cell = ["--workload-file", str(REGRESSED), "--workload", "regressed-gemm", "--param", "n=64"]
-    cell += ["--stacks", "torch:compile", "--budget", "0.05", "--threads", "1", "--quiet"]
+    cell += ["--stacks", stack, "--budget", "0.05", "--threads", "1", "--quiet"]
     paths = []
-    for name, env in (("base", {}), ("cand", {"REGRESS_RECOMPILE": "1"})):
+    for name, env in (("base", {}), ("again", {}), ("cand", {variable: "1"})):
         path = tmp_path / f"{name}.json"
         done = stackwars("run", *cell, "--json", str(path), "--db", str(tmp_path / "db.sqlite"),
                          cwd=tmp_path, env=env)  # fmt: skip
         assert done.returncode == 0, done.stderr
         paths.append(str(path))
-    out = tmp_path / "c.json"
-    done = stackwars("compare", *paths, "--fail-above", "50", "--fail-on-count-change",
-                     "--json", str(out), cwd=tmp_path)  # fmt: skip
+    gate = ["--fail-above", "50", "--fail-on-count-change"]
+    out = tmp_path / "aa.json"
+    done = stackwars("compare", *paths[:2], *gate, "--json", str(out), cwd=tmp_path)
+    assert done.returncode != 1, done.stdout
+    (same,) = json.loads(out.read_text(encoding="utf-8"))["rows"]
+    assert same["counts"] == []
+    out = tmp_path / "ab.json"
+    done = stackwars("compare", paths[0], paths[2], *gate, "--json", str(out), cwd=tmp_path)
     assert done.returncode == 1, done.stdout
     (found,) = json.loads(out.read_text(encoding="utf-8"))["rows"]
-    assert any(change["what"] == "compilations in the second run" for change in found["counts"])
+    assert any(change["what"] == count for change in found["counts"])
     assert "COUNT CHANGED" in " ".join(done.stdout.split())

@@ -117,6 +117,39 @@ def test_stack_matches_numpy_and_counts_compiles(
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+ACCOUNTED = ["numpy", "torch"]  # the frameworks whose call_peak_bytes counts on the CPU
+
+
+@pytest.mark.parametrize("name", ACCOUNTED)
+def test_a_call_s_peak_bytes_repeat_exactly_and_see_an_extra_array(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deterministic gate's count: the same call reads the same bytes; a call that holds a
+    second 256 KiB result beside the first reads at least 256 KiB more."""
+    framework = ready(name, tmp_path, monkeypatch)
+    (a,) = framework.to_device([np.ones((256, 256), np.float32)])
+    size = 256 * 256 * 4
+
+    def once() -> Any:
+        return framework.sync(a + a)
+
+    def twice() -> Any:
+        return framework.sync((a + a) + a)
+
+    plain = [framework.call_peak_bytes(once) for _ in range(3)]
+    assert plain[0] is not None and plain[0] >= size and len(set(plain)) == 1, plain
+    held = framework.call_peak_bytes(twice)
+    assert held is not None and held - plain[0] >= size
+
+
+@pytest.mark.parametrize("name", ["jax", "tensorflow"])
+def test_a_framework_without_accounting_says_none_and_does_not_call(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    framework = ready(name, tmp_path, monkeypatch)
+    assert framework.call_peak_bytes(lambda: pytest.fail("called")) is None
+
+
 @pytest.mark.parametrize("name", list(NATIVE))
 def test_unknown_mode_is_refused(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

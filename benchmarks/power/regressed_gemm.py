@@ -13,6 +13,9 @@ workloads" shows.
   pitfall that makes torch.compile's guards fail and recompile on every call (until its
   recompile limit sends the frame to eager): the second run compiles again (the deterministic
   gate's injected recompile, results/counts.py).
+* ``REGRESS_COPY=1`` (numpy, torch): the function returns a copy of its product, made while
+  the product is alive (the deterministic gate's injected extra copy: the bytes a call holds
+  at its peak grow by the product's size).
 """
 
 from __future__ import annotations
@@ -50,14 +53,18 @@ def _held() -> Any:
     return np.ones(megabytes * 2**18, dtype=np.float32) if megabytes else None
 
 
+def _copies() -> bool:
+    return bool(os.environ.get("REGRESS_COPY"))
+
+
 def numpy_impl(params: Mapping[str, Any]) -> Any:
-    extra, held = _extra_rows(params), _held()
+    extra, held, copies = _extra_rows(params), _held(), _copies()
 
     def gemm(a: Any, b: Any) -> Any:
         out = a @ b
         if extra:
             out[:extra] = a[:extra] @ b
-        return out
+        return out.copy() if copies else out
 
     gemm.held = held  # type: ignore[attr-defined]  # alive as long as the function
     return gemm
@@ -69,7 +76,7 @@ CALLS = [0]  # read by the torch function under REGRESS_RECOMPILE: a guard that 
 def torch_impl(params: Mapping[str, Any]) -> Any:
     import torch
 
-    extra, held = _extra_rows(params), _held()
+    extra, held, copies = _extra_rows(params), _held(), _copies()
     recompile = bool(os.environ.get("REGRESS_RECOMPILE"))
 
     def gemm(a: Any, b: Any) -> Any:
@@ -79,7 +86,7 @@ def torch_impl(params: Mapping[str, Any]) -> Any:
         if recompile:
             CALLS[0] += 1
             out = out * (1 + 0 * CALLS[0])
-        return out
+        return out.clone() if copies else out
 
     gemm.held = held  # type: ignore[attr-defined]
     return gemm

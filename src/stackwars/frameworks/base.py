@@ -423,6 +423,16 @@ class Framework(ABC):
         del total_s
         return {}
 
+    def call_peak_bytes(self, call: Callable[[], Any]) -> int | None:
+        """Make one more call (``call`` returns when its work is done) and return the most
+        bytes it held at once beyond what was held before it, as the framework's own
+        allocation accounting sees them; None, without calling, where the framework keeps no
+        such accounting on this device (the default). Made after the timed runs, never inside
+        them: the accounting slows the call. A count, not a time, so that an extra copy a change
+        adds is seen in one round (results/counts.py)."""
+        del call
+        return None
+
     def device_memory_stats(self) -> dict[str, Any] | None:
         """The framework's own memory statistics of the selected device, as plain data
         (after the work); None when it keeps none for this device (the default)."""

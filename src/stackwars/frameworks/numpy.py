@@ -47,6 +47,24 @@ class NumpyFramework(Framework):
 
         return [np.asarray(leaf) for leaf in flatten(out)]
 
+    def call_peak_bytes(self, call: Callable[[], Any]) -> int | None:
+        """NumPy reports every array's data to tracemalloc (its own domain, beside Python's
+        objects, which are traced too): the traced peak above the start is what the call
+        held at most. A tracing the user started (PYTHONTRACEMALLOC) is left running."""
+        import tracemalloc
+
+        started = not tracemalloc.is_tracing()
+        if started:
+            tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            call()
+            return tracemalloc.get_traced_memory()[1] - before
+        finally:
+            if started:
+                tracemalloc.stop()
+
     def runtime_settings(self) -> dict[str, Any]:
         import numpy as np
 

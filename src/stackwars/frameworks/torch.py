@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -104,6 +104,19 @@ def _device_facts() -> dict[str, Any]:
         "cuda_build": torch.version.cuda,
         "gpus": [torch.cuda.get_device_name(index) for index in range(count)],
     }
+
+
+MEMORY_EVENT = "[memory]"  # the profiler's name for an allocator's record (profiler_util.py)
+
+
+def running_peak(changes: Iterable[tuple[int, int]]) -> int:
+    """The most held at once above the start, from (time, bytes allocated or, negative,
+    freed) records in any order."""
+    held = peak = 0
+    for _, change in sorted(changes):
+        held += change
+        peak = max(peak, held)
+    return peak
 
 
 class TorchFramework(Framework):
@@ -213,6 +226,25 @@ class TorchFramework(Framework):
 
     def is_async(self) -> bool:
         return self._device.type == "cuda"
+
+    def call_peak_bytes(self, call: Callable[[], Any]) -> int | None:
+        """On the CPU, from the profiler's memory records: every allocation and free of
+        PyTorch's CPU allocator in the call, with its size, in time order (compiled code's
+        buffers included). On any other device (a GPU, torch_xla's), None: not proven there."""
+        if self._device.type != "cpu":
+            return None
+        from torch.autograd import DeviceType, profiler
+
+        with profiler.profile(use_cpu=True, profile_memory=True) as recorded:
+            call()
+        host = (DeviceType.CPU, DeviceType.MKLDNN, DeviceType.IDEEP)
+        changes = [
+            # nbytes (negative for a free) is missing from torch's type stubs, not its events.
+            (event.start_ns(), event.nbytes())  # pyright: ignore[reportAttributeAccessIssue]
+            for event in (recorded.kineto_results.events() if recorded.kineto_results else ())
+            if event.name() == MEMORY_EVENT and event.device_type() in host
+        ]
+        return running_peak(changes)
 
     def compile_count(self) -> int:
         utils = _dynamo_utils()

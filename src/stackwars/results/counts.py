@@ -9,14 +9,19 @@ and is not compared. What the cells record and is compared here:
 
 * the compilations of the first run, the second run and steady state, as each framework counts
   them (XLA executables, Dynamo graphs, torch_xla's uncached graph compiles): a recompile
-  injected into every call moves the steady count from 0.
+  injected into every call moves the steady count from 0;
+* the bytes one call held at its peak, as the framework's allocation accounting sees them, in
+  an untimed call after the timed runs (``Framework.call_peak_bytes``: NumPy's arrays through
+  tracemalloc, PyTorch's CPU allocator through its profiler's memory records): an extra copy
+  injected into the call adds its size.
 
-Not compared, with why: bytes allocated per call as the frameworks' allocators count them
-(not recorded by the CPU workers), HLO operation counts (captured only with --capture-ir, and
-not per round), user-space instruction counts (``perf stat -e instructions:u true`` printed
-``<not supported>`` on the project's AMD EPYC virtual machine, 2026-11-28: the hypervisor
-exposes no hardware counters), page faults per call (an
-allocator that reuses its pages hides an extra copy, so their change is not a whole step).
+Not compared, with why: the peak bytes of a call on stacks whose framework keeps no accounting
+of its allocations on the device (XLA's CPU client, TensorFlow, torch_xla; a compiler may also
+remove a copy, which then costs nothing), HLO operation counts (captured only with
+--capture-ir, and not per round), user-space instruction counts (``perf stat -e
+instructions:u true`` printed ``<not supported>`` on the project's AMD EPYC virtual machine,
+2026-11-28: the hypervisor exposes no hardware counters), page faults per call (an allocator
+that reuses its pages hides an extra copy, so their change is not a whole step).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ COUNTS: tuple[tuple[str, Callable[[Cell], int | None]], ...] = (
     ("compilations in the first run", lambda cell: cell.compiles.first_run),
     ("compilations in the second run", lambda cell: cell.compiles.second_run),
     ("compilations in steady state", lambda cell: cell.compiles.steady),
+    ("bytes a call held at its peak", lambda cell: cell.memory.call_peak_bytes),
 )
 
 

@@ -34,7 +34,10 @@ History of SCHEMA_VERSION:
   per phase: ``first_run``, ``second_run`` and ``steady`` (with its ``calls``); torch_xla's graphs
   compiled and executed, compile and execute time, transfers; ``{}`` for frameworks that keep
   none), cell ``settings.versions`` (the versions of the cell's framework packages as its
-  worker found them, in the Python environment it ran in).
+  worker found them, in the Python environment it ran in); (2026-11-29)
+  ``memory.call_peak_bytes`` (the most one untimed call after the timed runs held at once
+  beyond what was held before it, as the framework's allocation accounting sees it:
+  ``Framework.call_peak_bytes``; null where the framework keeps none).
 * 2 (2026-11-23): cell ``node``, the machine the cell ran on (``--executor ray`` runs cells on
   several): executor, host name, machine fingerprint with the CPU model, cores, memory and
   accelerators it is made of, and the library versions installed there (empty in version-1
@@ -168,6 +171,9 @@ class Memory:
     peak_tree_rss_bytes: int | None = None  # worker and its children, polled by the parent
     predicted_bytes: int | None = None  # the plan's prediction of the peak, before running
     predicted_device_bytes: int | None = None  # the plan's, of the device peak (accelerators)
+    # What one more call held at most beyond what was there before it, as the framework's own
+    # allocation accounting sees it (frameworks/base.py: Framework.call_peak_bytes).
+    call_peak_bytes: int | None = None
 
 
 @dataclass

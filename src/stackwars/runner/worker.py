@@ -37,6 +37,8 @@ from stackwars.timing.quality import measurement_warnings
 from stackwars.timing.timer import Measurement, Timer
 from stackwars.workloads.base import Bound, Stateful, Workload
 
+Call = Callable[[], Any]
+
 # Input dtypes that turn JAX's 64-bit mode on under --x64 auto (without it JAX computes them
 # in 32 bits); 64-bit integers (indices, counts) alone do not: they say nothing of precision.
 WIDE_DTYPES = ("float64", "complex128")
@@ -228,12 +230,16 @@ class CellRun:
         self.cell.memory.rss_after_import_bytes = peak_rss_bytes()
         self.progress("making inputs and placing them", True)
         inputs = early_inputs or self.workload.make_inputs(self.params, self.request.seed)
-        self.prepared, bound = self._prepare(framework, builder(self.params), inputs, settings)
-        measurement = self._measure(self.prepared)
+        prepared, bound = self._prepare(framework, builder(self.params), inputs, settings)
+        self.prepared = prepared
+        measurement = self._measure(prepared)
         self._record(framework, measurement)
         self.cell.memory.peak_rss_bytes = peak_rss_bytes()
+        self.progress("counting one call's allocations", True)
+        call, _, sync = self._calls(prepared)
+        self.cell.memory.call_peak_bytes = framework.call_peak_bytes(lambda: sync(call()))
         self.progress("parity against the reference", True)
-        self._check_parity(framework, self.prepared.fn, self.prepared.args, inputs, bound)
+        self._check_parity(framework, prepared.fn, prepared.args, inputs, bound)
 
     def _x64_from_inputs(
         self, framework: Framework, settings: RunSettings
@@ -284,8 +290,9 @@ class CellRun:
         times.setup_s = time.perf_counter() - start
         return fn, bound.args, bound
 
-    def _measure(self, prepared: Prepared) -> Measurement:
-        phases, framework, fn = self.cell.first_run_breakdown, prepared.framework, prepared.fn
+    def _calls(self, prepared: Prepared) -> tuple[Call, Call, Callable[[Any], None]]:
+        """The call the timer times, the first call and their synchronisation."""
+        framework, fn = prepared.framework, prepared.fn
         if self.request.cell.to_host:
             # The copy to host waits for the result, so it is the synchronisation.
             def call() -> Any:
@@ -294,16 +301,12 @@ class CellRun:
             def first() -> Any:
                 return framework.to_host(framework.first_call(fn, prepared.arguments()))
 
-            sync: Callable[[Any], None] = lambda out: None  # noqa: E731
-        else:
+            return call, first, lambda out: None
+        return prepared.call, lambda: framework.first_call(fn, prepared.arguments()), framework.sync
 
-            def call() -> Any:
-                return prepared.call()
-
-            def first() -> Any:
-                return framework.first_call(fn, prepared.arguments())
-
-            sync = framework.sync
+    def _measure(self, prepared: Prepared) -> Measurement:
+        phases, framework = self.cell.first_run_breakdown, prepared.framework
+        call, first, sync = self._calls(prepared)
         timer = Timer(
             call,
             sync,
