@@ -98,6 +98,7 @@ def comparison_notes(rows: list[ComparisonRow], verdict: GateVerdict | None) -> 
         notes.append(verdict.family.describe())
         notes.extend(verdict.failures)
         notes.extend(verdict.undecided)
+        notes.extend(verdict.not_gated)
         return notes
     for row in rows:
         result = row.result
@@ -171,4 +172,5 @@ def comparison_json(verdict: Verdict) -> dict[str, Any]:
         ],
         "gate": {**dataclasses.asdict(verdict.gate), "failures": list(verdict.failures)},
         "undecided": list(verdict.undecided),
+        "not_gated": list(verdict.not_gated),
     }

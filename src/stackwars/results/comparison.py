@@ -423,6 +423,10 @@ PASS, FAIL, UNDERPOWERED = "pass", "fail", "underpowered"
 # A row's state in the gate: failed, shown within the limits, undecided, or outside the gate
 # (a new cell, one failing in the baseline too, a failure --allow-failures lets through).
 PASSED, UNDECIDED_ROW, NOT_JUDGED = "pass", "undecided", "not judged"
+# A row left undecided that the noise measured before the session said it could not decide
+# (ab's noise triage): listed with the rounds it needs, it does not hold the outcome open. It
+# can still fail.
+NOT_GATED = "not gated"
 
 
 @dataclass(frozen=True)
@@ -447,10 +451,12 @@ class GateVerdict:
     states: tuple[str, ...]  # per row: FAIL, PASSED, UNDECIDED_ROW or NOT_JUDGED
     # per row: the line of the regression (time, memory or a count) that fails it, '' for none
     regressions: tuple[str, ...] = ()
+    # one line per cell not gated in this job: undecided, and too noisy to decide in it
+    not_gated: tuple[str, ...] = ()
 
     def headline(self) -> str:
         """The first line of a report: the outcome, and why."""
-        judged = sum(state != NOT_JUDGED for state in self.states)
+        judged = sum(state not in (NOT_JUDGED, NOT_GATED) for state in self.states)
         if self.outcome == FAIL and not self.failures:
             why = f"{len(self.undecided)} undecided cell(s), and --fail-on-undecided"
         elif self.outcome == FAIL:
@@ -461,6 +467,8 @@ class GateVerdict:
             why = "no cell could be judged: nothing was compared"
         else:
             why = f"{len(self.undecided)} of {judged} judged cells undecided"
+        if self.not_gated:
+            why += f", {len(self.not_gated)} not gated in this job"
         return f"Gate: {self.outcome.upper()} ({why}; {self.family.describe()})"
 
 
@@ -505,10 +513,14 @@ def decide(
     gate: Gate,
     looks: str = "one look",
     failed_before: Mapping[str, str] | None = None,
+    not_gated: Mapping[str, str] | None = None,
 ) -> GateVerdict:
     """The gate's outcome (module docstring) over ``rows``, the family's looks described by
     ``looks``; ``failed_before``: cells (by label) a sequential session failed at an earlier
-    look, with that look's line: they stay failed (their rejection is already counted)."""
+    look, with that look's line: they stay failed (their rejection is already counted);
+    ``not_gated``: cells (by label) the noise measured before the session said it cannot
+    decide, with why: left undecided, they are listed apart and do not hold the outcome open
+    (they stay in the family: a cell among them can still fail)."""
     tests = _hypotheses(rows, gate)
     rejected, procedure = _fail_family(tests, gate.alpha)
     marks = _Marks([NOT_JUDGED] * len(rows), [""] * len(rows), [])
@@ -532,6 +544,7 @@ def decide(
             mine = [test for test in tests if test.row == index]
             shown = all(_passes(test, gate.alpha) for test in mine)
             marks.states[index] = PASSED if shown else UNDECIDED_ROW
+    untested = _not_gated(rows, marks.states, not_gated or {})
     undecided = tuple(
         _open_line(row)
         for row, state in zip(rows, marks.states, strict=True)
@@ -540,7 +553,19 @@ def decide(
     family = Family(gate.alpha, len(tests), looks, procedure)
     outcome = _outcome(marks.failures, undecided, marks.states, gate)
     return GateVerdict(outcome, family, tuple(marks.failures), undecided, tuple(marks.states),
-                       tuple(marks.regressions))  # fmt: skip
+                       tuple(marks.regressions), untested)  # fmt: skip
+
+
+def _not_gated(
+    rows: list[ComparisonRow], states: list[str], why: Mapping[str, str]
+) -> tuple[str, ...]:
+    """Mark the undecided rows named in ``why`` not gated (in ``states``); their lines."""
+    lines = []
+    for index, row in enumerate(rows):
+        if states[index] == UNDECIDED_ROW and row.label in why:
+            states[index] = NOT_GATED
+            lines.append(f"not gated in this job: {row.label}: {why[row.label]}")
+    return tuple(lines)
 
 
 @dataclass
@@ -592,6 +617,6 @@ def _outside_gate(row: ComparisonRow) -> bool:
 def _outcome(failures: list[str], undecided: tuple[str, ...], states: list[str], gate: Gate) -> str:
     if failures:
         return FAIL
-    if undecided or all(state == NOT_JUDGED for state in states):
+    if undecided or all(state in (NOT_JUDGED, NOT_GATED) for state in states):
         return FAIL if gate.fail_on_undecided else UNDERPOWERED
     return PASS

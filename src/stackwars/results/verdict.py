@@ -43,7 +43,10 @@ from stackwars.timing.family import DEFAULT_FAMILY_ALPHA, Family
 #   "counts" (the deterministic counts that changed, results/counts.py); a paired
 #   comparison's evidence its round "indices"; the family's procedure may be
 #   "westfall-young max-T" (a session that looks once).
-COMPARISON_FORMAT = 3
+# * 4 (2026-11-29, issue 54): "not_gated" lines (ab --noise: cells left undecided that the
+#   noise measured before the session said it could not decide); a row's "gate_state" may be
+#   "not gated".
+COMPARISON_FORMAT = 4
 
 # The gate's exit statuses (2 is bad input, argparse's and UsageError's): distinct, so that a
 # CI step can tell "regressed" from "could not tell" (docs/ci.md shows both uses).
@@ -132,6 +135,10 @@ class Verdict:
     def undecided(self) -> tuple[str, ...]:
         return self.decision.undecided if self.decision else ()
 
+    @property
+    def not_gated(self) -> tuple[str, ...]:
+        return self.decision.not_gated if self.decision else ()
+
     def headline(self) -> str:
         """The gate's first line (``Gate: PASS (...; family: ...)``); '' without a gate."""
         return "" if self.decision is None else self.decision.headline()
@@ -144,10 +151,12 @@ def verdict_of(
     mismatch: str = "",
     *,
     failed_before: Mapping[str, str] | None = None,
+    not_gated: Mapping[str, str] | None = None,
 ) -> Verdict:
     """The one way a verdict is made: ``rows`` judged by ``gate`` (its family's looks
     described by ``looks``); no decision when the gate has no limit. ``failed_before``: the
-    cells a sequential session (``ab``) failed at an earlier look, which stay failed."""
+    cells a sequential session (``ab``) failed at an earlier look, which stay failed;
+    ``not_gated``: the cells its noise triage leaves out of the outcome, with why."""
     rows = tuple(rows)
-    decision = decide(list(rows), gate, looks, failed_before) if gate.active else None
+    decision = decide(list(rows), gate, looks, failed_before, not_gated) if gate.active else None
     return Verdict(rows, gate, decision, mismatch)

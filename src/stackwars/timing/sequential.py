@@ -231,6 +231,18 @@ def rounds_at_least(log_ratios: Sequence[float], margin: float, alpha: float) ->
     return max(rounds_to_reach(alpha), int(min(normal, MOST_ROUNDS)))
 
 
+def rounds_to_pass(spread: float, margin: float, alpha: float) -> int:
+    """The rounds a cell whose paired log ratio spreads by ``spread`` a round (its standard
+    deviation, from rounds measured before) needs to be shown below ``margin`` when it did not
+    change, at ``alpha`` with 80 % power: the normal sample-size rule, at least the sign
+    flip's minimum. Known before the session: the noise triage's measure (ab/noise.py)."""
+    from scipy.stats import norm
+
+    z = norm.isf(alpha) + norm.isf(1 - PLANNING_POWER)
+    normal = math.ceil((z * spread / margin) ** 2) if margin > 0 else math.inf
+    return max(rounds_to_reach(alpha), int(min(normal, MOST_ROUNDS)))
+
+
 @dataclass(frozen=True)
 class Paired:
     """A cell's paired log ratios, one a round in round order, and the design's looks;

@@ -18,6 +18,7 @@ from stackwars.commands.options import (
 from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
 from stackwars.instruments.ab import service as ab
+from stackwars.instruments.ab.noise import noise_of, read_noise
 from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
 from stackwars.report.console import report_console
 from stackwars.results.jsonio import write_atomically
@@ -73,6 +74,20 @@ def add_ab(subparsers: Subparsers) -> None:
     )
     add_gate_options(parser)
     parser.add_argument(
+        "--noise",
+        metavar="FILE",
+        help="this machine's noise table (written by an A/A session's --write-noise): a cell "
+        "it says --max-rounds cannot show within --pass-below is, when left undecided, listed "
+        "'not gated in this job' with the rounds it needs and does not make the session "
+        "underpowered; it can still fail",
+    )
+    parser.add_argument(
+        "--write-noise",
+        metavar="FILE",
+        help="write each cell's paired spread as this machine's noise table; the sides must "
+        "be the same (an A/A session: no --*-python, --*-env or --*-options that differ)",
+    )
+    parser.add_argument(
         "run_options",
         nargs=argparse.REMAINDER,
         metavar="-- RUN_OPTIONS",
@@ -102,6 +117,8 @@ def _add_side(parser: argparse.ArgumentParser, side: str) -> None:
 
 def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
     session = session_of(args)
+    if args.write_noise:
+        check_a_a(session)
     console = report_console()
     console.print(f"A/B session in {session.out_dir} (each round's run file is kept there)")
     outcome = ab.run_session(session, console.print, ab.default_clock)
@@ -125,6 +142,9 @@ def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
         data["session"] |= {"stopped": outcome.stopped, "plan": outcome.plan}
         data["session"] |= {"order_seed": outcome.order_seed, "first": outcome.first}
         write_atomically(Path(args.json), json.dumps(data, indent=1))
+    if args.write_noise:
+        noise_of(outcome.rows, outcome.rounds, ["stackwars", *argv]).write(Path(args.write_noise))
+        console.print(f"noise table: {args.write_noise}")
     return verdict.exit_status
 
 
@@ -144,7 +164,18 @@ def session_of(args: argparse.Namespace) -> ab.Session:
         max_rounds=args.max_rounds,
         time_budget_s=args.time_budget,
         memory_budget=default_memory_budget(),
+        noise=read_noise(Path(args.noise)) if args.noise else None,
     )
+
+
+def check_a_a(session: ab.Session) -> None:
+    """--write-noise measures noise only: both sides must run the same thing."""
+    base, cand = session.baseline, session.candidate
+    if (base.interpreter, base.options) != (cand.interpreter, cand.options):
+        raise UsageError(
+            "--write-noise measures this machine's noise with an A/A session: leave out the "
+            "--baseline-*/--candidate-* options that make the sides differ"
+        )
 
 
 def side_of(args: argparse.Namespace, name: str) -> ab.Side:

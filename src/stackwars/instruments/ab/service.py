@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stackwars.errors import UsageError
+from stackwars.instruments.ab.noise import NoiseTable, triage
 from stackwars.instruments.ab.task import run_side, side_version
 from stackwars.results.comparison import (
     UNDECIDED_ROW,
@@ -81,6 +82,9 @@ class Session:
     time_budget_s: float = 900.0
     memory_budget: int = 0
     order_seed: int | None = None  # which side goes first each round; None: drawn
+    # This machine's noise (ab/noise.py): the cells it says the session cannot decide are not
+    # gated in this job; None: every cell is gated.
+    noise: NoiseTable | None = None
 
     @property
     def looks(self) -> Looks:
@@ -117,6 +121,11 @@ def check(session: Session) -> None:
             f"--min-rounds {session.min_rounds} and --max-rounds {session.max_rounds}: need "
             "2 <= min <= max (3 and 10 by default)"
         )
+    if session.noise is not None and session.gate.time_pass_limit is None:
+        raise UsageError(
+            "--noise leaves out of the outcome the cells a gate on time cannot decide: give "
+            "--fail-above too"
+        )
     if session.time_budget_s <= 0:
         raise UsageError(
             f"--time-budget {session.time_budget_s:g} must be a positive number of seconds"
@@ -148,7 +157,18 @@ def run_session(session: Session, listen: Listener, clock: Callable[[], float]) 
 
 
 def _verdict(rows: list[ComparisonRow], session: Session, failed: dict[str, str]) -> Verdict:
-    return verdict_of(rows, session.gate, session.describe_looks(), failed_before=failed)
+    return verdict_of(rows, session.gate, session.describe_looks(), failed_before=failed,
+                      not_gated=not_gated(rows, session))  # fmt: skip
+
+
+def not_gated(rows: Sequence[ComparisonRow], session: Session) -> dict[str, str]:
+    """The cells the session's noise table says its rounds cannot show within the pass limit
+    on time, with why (ab/noise.py); none without a table or a gate on time."""
+    limit = session.gate.time_pass_limit
+    if session.noise is None or limit is None:
+        return {}
+    labels = [row.label for row in rows]
+    return triage(session.noise, labels, limit, session.gate.alpha, session.max_rounds)
 
 
 def _measure(

@@ -1,0 +1,162 @@
+"""The noise triage (instruments/ab/noise.py): a cell whose spread, measured by an A/A session
+before, needs more rounds than the session has is listed "not gated in this job" instead of
+making the session underpowered, and can still fail; a table is one machine's."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from stackwars.errors import UsageError
+from stackwars.instruments.ab import service as ab
+from stackwars.instruments.ab.command import check_a_a
+from stackwars.instruments.ab.noise import CellNoise, NoiseTable, noise_of, read_noise, triage
+from stackwars.report.comparison import comparison_json
+from stackwars.results.comparison import (
+    FAIL,
+    NOT_GATED,
+    PASS,
+    PASSED,
+    UNDECIDED_ROW,
+    UNDERPOWERED,
+    Gate,
+    decide,
+)
+from stackwars.results.schema import Cell, Steady
+from stackwars.results.verdict import verdict_of
+from stackwars.runner.child import Interpreter
+from stackwars.timing.sequential import rounds_to_pass
+from test_gate import COMPARISON_SCHEMA, row, run_at
+
+GATE = Gate(fail_above=5)
+HERE = "here"
+
+
+@pytest.fixture(autouse=True)
+def this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("stackwars.instruments.ab.noise._here", lambda: HERE)
+
+
+def table(**spreads: float) -> NoiseTable:
+    cells = {label: CellNoise(20, spread) for label, spread in spreads.items()}
+    return NoiseTable(HERE, "a CPU", "2026-11-29T03:00:00+00:00", ["stackwars", "ab"], 20, cells)
+
+
+def test_the_rounds_to_pass_grow_with_the_spread_and_have_the_sign_flip_s_floor() -> None:
+    margin = 0.0953  # 10 %
+    assert rounds_to_pass(0.001, margin, 0.05) == 5  # 2^-5 < 0.05: the sign flip's least
+    assert rounds_to_pass(0.28, margin, 0.05) > 40
+    assert rounds_to_pass(0.1, margin, 0.05) < rounds_to_pass(0.2, margin, 0.05)
+
+
+def test_a_cell_too_noisy_for_the_session_s_rounds_is_named_with_what_it_needs() -> None:
+    found = triage(table(quiet=0.01, noisy=0.3), ["quiet", "noisy", "new"], 10, 0.05, 10)
+    assert list(found) == ["noisy"]
+    assert found["noisy"].startswith("needs at least ")
+    assert "within 10% at its noise (a round's paired spread 30.0% over 20 A/A rounds" in found[
+        "noisy"
+    ]
+    assert found["noisy"].endswith("this session has 10")
+
+
+def test_a_not_gated_cell_does_not_hold_the_outcome_open_and_can_still_fail() -> None:
+    rows = [row(1.0, 0.005, "quiet"), row(1.03, 0.05, "noisy")]
+    assert decide(rows, GATE).outcome == UNDERPOWERED
+    verdict = decide(rows, GATE, not_gated={"noisy": "needs 60 rounds"})
+    assert verdict.outcome == PASS and verdict.states == (PASSED, NOT_GATED)
+    assert verdict.not_gated == ("not gated in this job: noisy: needs 60 rounds",)
+    assert verdict.headline().startswith(
+        "Gate: PASS (all 1 judged cells shown within the limits, 1 not gated in this job;"
+    )
+    slow = [row(1.0, 0.005, "quiet"), row(1.5, 0.01, "noisy")]
+    failed = decide(slow, GATE, not_gated={"noisy": "needs 60 rounds"})
+    assert failed.outcome == FAIL and failed.states == (PASSED, FAIL) and not failed.not_gated
+    alone = decide([row(1.03, 0.05, "noisy")], GATE, not_gated={"noisy": "needs 60 rounds"})
+    assert alone.outcome == UNDERPOWERED  # nothing was shown within the limits
+
+
+def test_the_json_lists_the_cells_not_gated() -> None:
+    import jsonschema
+
+    rows = [row(1.0, 0.005, "quiet"), row(1.03, 0.05, "noisy")]
+    data = json.loads(json.dumps(comparison_json(verdict_of(rows, GATE, not_gated={"noisy": "x"}))))
+    jsonschema.validate(data, COMPARISON_SCHEMA)
+    assert data["not_gated"] == ["not gated in this job: noisy: x"]
+    assert [r["gate_state"] for r in data["rows"]] == [PASSED, NOT_GATED]
+
+
+def test_a_table_is_one_machine_s_and_of_its_own_format(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "noise.json"
+    table(quiet=0.01).write(path)
+    assert read_noise(path) == table(quiet=0.01)
+    monkeypatch.setattr("stackwars.instruments.ab.noise._here", lambda: "elsewhere")
+    with pytest.raises(UsageError, match="measured another machine .* --write-noise"):
+        read_noise(path)
+    path.write_text('{"format": 99}', encoding="utf-8")
+    with pytest.raises(UsageError, match="not a noise table of format 1"):
+        read_noise(path)
+
+
+def noisy_rounds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, spreads: list[float]) -> None:
+    """ab's rounds without processes: cell i's worker lands exp(N(0, spreads[i])) off."""
+    rng = random.Random(5)
+
+    def fake_round(session: ab.Session, side: ab.Side, index: int) -> Path:
+        record = run_at(f"2026-11-29T03:00:{index:02d}+00:00")
+        record.cells = []
+        for i, spread in enumerate(spreads):
+            time = 1e-3 * (1 + rng.gauss(0, spread))
+            steady = Steady(median_s=time, samples_s=[time] * 3)
+            record.cells.append(Cell(f"w{i}", {}, "numpy:eager", status="ok", steady=steady))
+        path = tmp_path / f"{session.out_dir.name}-{side.name}-{index}.json"
+        record.write_json(path)
+        return path
+
+    monkeypatch.setattr(ab, "_round", fake_round)
+    monkeypatch.setattr(ab, "side_version", lambda interpreter, budget: "test")
+
+
+def session(tmp_path: Path, name: str, noise: NoiseTable | None = None) -> ab.Session:
+    sides = ab.Side("baseline"), ab.Side("candidate")
+    return ab.Session((), *sides, tmp_path / name, gate=GATE, min_rounds=10, max_rounds=10,
+                      noise=noise)  # fmt: skip
+
+
+def test_an_a_a_session_s_table_lets_the_next_session_pass_its_quiet_cells(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An A/A session measures the spreads (a quiet cell, a noisy one); the next session, on
+    the same rounds' noise, passes with the noisy cell not gated, where without the table it
+    is underpowered."""
+    noisy_rounds(monkeypatch, tmp_path, [0.005, 0.005, 0.2])
+    ticks = iter(float(t) for t in range(100))
+    measured = ab.run_session(session(tmp_path, "aa"), lambda text: None, lambda: next(ticks))
+    noise = noise_of(measured.rows, measured.rounds, ["stackwars", "ab"])
+    assert sorted(noise.cells) == sorted(row.label for row in measured.rows)
+    assert all(noise.cells[row.label].rounds == 10 for row in measured.rows)
+    plain = ab.run_session(session(tmp_path, "plain"), lambda text: None, lambda: next(ticks))
+    assert plain.verdict is not None and plain.verdict.outcome == UNDERPOWERED
+    assert plain.verdict.states[2] == UNDECIDED_ROW
+    triaged = ab.run_session(session(tmp_path, "triaged", noise), lambda text: None,
+                             lambda: next(ticks))  # fmt: skip
+    assert triaged.verdict is not None and triaged.verdict.outcome == PASS
+    assert triaged.verdict.states == (PASSED, PASSED, NOT_GATED)
+
+
+def test_noise_without_a_gate_on_time_and_a_write_that_is_not_a_a_are_refused(
+    tmp_path: Path,
+) -> None:
+    sides = ab.Side("baseline"), ab.Side("candidate")
+    asked = ab.Session((), *sides, tmp_path, gate=Gate(fail_memory_above=5), noise=table())
+    with pytest.raises(UsageError, match="--noise .* give --fail-above too"):
+        ab.check(asked)
+    different = ab.Session((), sides[0], ab.Side("candidate", Interpreter("", {"X": "1"})),
+                           tmp_path)  # fmt: skip
+    with pytest.raises(UsageError, match="--write-noise measures this machine's noise"):
+        check_a_a(different)
+    check_a_a(ab.Session((), *sides, tmp_path))
