@@ -45,6 +45,7 @@ from stackwars.timing.compare import (
     Comparison,
     LogDifference,
     compare,
+    compare_paired,
     compare_run_means,
 )
 from stackwars.timing.sequential import Looks
@@ -385,6 +386,32 @@ def test_runs_as_units_count_the_run_to_run_spread() -> None:
     assert pooled.ci_low > 1  # the workers alone call it slower
     assert by_runs.ci_low < 1 < by_runs.ci_high
     assert by_runs.verdict == UNDECIDED and by_runs.reason == "more runs a side would decide it"
+
+
+def paired_row(log_ratios: list[float], name: str = "cell") -> ComparisonRow:
+    """A cell of a one-look session of ``len(log_ratios)`` rounds: each round's baseline at
+    1 ms, its candidate ``exp(log ratio)`` of it."""
+    base = [1e-3] * len(log_ratios)
+    cand = [1e-3 * math.exp(x) for x in log_ratios]
+    looks = Looks(len(log_ratios), len(log_ratios))
+    result = compare_paired(base, cand, looks, threshold=0.05)
+    return ComparisonRow(name, 1e-3, 1e-3, result)
+
+
+def test_a_round_far_above_the_others_keeps_a_cell_from_passing() -> None:
+    """A candidate 4x slow in one process of ten: the rank test and the trimmed mean both
+    discount that round, and the cell would pass; the slow round holds it undecided, and the
+    noise triage, made before the session, cannot excuse it."""
+    rng = random.Random(3)
+    quiet = [rng.gauss(0, 0.005) for _ in range(10)]
+    assert decide([paired_row(quiet)], GATE).outcome == PASS
+    shared = [*quiet[:9], math.log(4)]
+    verdict = decide([paired_row(shared)], GATE, not_gated={"cell": "needs 60 rounds"})
+    assert verdict.outcome == UNDERPOWERED and verdict.states == (UNDECIDED_ROW,)
+    assert "a round at 4.00x, beyond 10% and far above the others" in verdict.undecided[0]
+    assert not verdict.not_gated
+    small = [*quiet[:9], math.log(1.08)]  # within the pass limit: not a slow round
+    assert decide([paired_row(small)], GATE).outcome == PASS
 
 
 SCHEMA_PATH = Path(comparisons.__file__).parents[1] / "results" / "comparison.schema.json"

@@ -19,7 +19,9 @@ The gate (``decide``) ends in one of three outcomes:
   regression smaller than it is what a pass promises is absent) nor larger in memory than
   ``--fail-memory-above``, each at ``alpha`` (an intersection-union test: the suite passes
   wrongly only if a truly regressed cell passes its own test); a cell between the two limits
-  is undecided;
+  is undecided; so is a cell paired by round one of whose rounds lies beyond the pass limit
+  and far above the others (``slow_round``: a share of the candidate's processes may be slow,
+  which a rank test and a trimmed mean both discount);
 * ``underpowered``: neither: the cells left undecided are listed with what would decide them.
   A comparison that judged no cell is underpowered, never a pass.
 
@@ -501,11 +503,44 @@ def _failure_line(rows: list[ComparisonRow], test: Hypothesis) -> str:
     return f"MEMORY above {test.limit:g}%: {row.label}: {test.what} {test.result.describe()}"
 
 
-def _open_line(row: ComparisonRow) -> str:
+def _open_line(row: ComparisonRow, held: str = "") -> str:
     if row.result is None or not row.judged:
         return f"undecided: {row.label}: {row.note}"
-    reason = row.result.reason or "more workers would decide it"
+    reason = held or row.result.reason or "more workers would decide it"
     return f"undecided: {row.label}: {row.result.verdict}; {reason}"
+
+
+# A round this many robust deviations (1.4826 x the median absolute deviation: the standard
+# deviation for normal rounds) above the others' median: under normal noise one round in ten
+# reaches it about once in 10^8 sessions, so it says a share of the candidate's processes ran
+# slow, the regression a pass would hide (issue 54: 4x in 15 % of processes, +45 % on average,
+# passed its cell half the time).
+SLOW_ROUND_DEVIATIONS = 6.0
+SLOW_ROUND_FROM = 5  # rounds: fewer give no spread to stand out from
+
+
+def slow_round(result: Comparison, pass_limit: float) -> str:
+    """Why a paired cell cannot pass though its rounds' centre is within ``pass_limit``
+    (percent): a round beyond the limit and ``SLOW_ROUND_DEVIATIONS`` above the others; ''
+    when none is."""
+    evidence = result.evidence
+    if not isinstance(evidence, Paired) or evidence.rounds < SLOW_ROUND_FROM:
+        return ""
+    ratios = evidence.log_ratios
+    centre, largest = _median(ratios), max(ratios)
+    spread = 1.4826 * _median([abs(x - centre) for x in ratios])
+    beyond = largest > math.log1p(pass_limit / 100)
+    if not beyond or largest - centre <= SLOW_ROUND_DEVIATIONS * spread:
+        return ""
+    return (
+        f"a round at {math.exp(largest):.2f}x, beyond {pass_limit:g}% and far above the others "
+        f"(median {math.exp(centre):.3f}x): a share of the candidate's processes may be slow"
+    )
+
+
+def _median(values: Iterable[float]) -> float:
+    ordered, half = sorted(values), len(values) // 2
+    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
 
 
 def decide(
@@ -539,15 +574,23 @@ def decide(
         earlier = (failed_before or {}).get(row.label)
         if earlier and marks.states[index] != FAIL:
             marks.fail(index, f"{earlier}; a failed cell stays failed")
+    held: dict[int, str] = {}  # rows a slow round keeps from passing, with why
     for index in {test.row for test in tests}:
         if marks.states[index] != FAIL:
             mine = [test for test in tests if test.row == index]
             shown = all(_passes(test, gate.alpha) for test in mine)
-            marks.states[index] = PASSED if shown else UNDECIDED_ROW
-    untested = _not_gated(rows, marks.states, not_gated or {})
+            slow = "".join(slow_round(t.result, t.pass_limit) for t in mine if t.what == "time")
+            if shown and slow:
+                held[index] = slow
+            marks.states[index] = PASSED if shown and not slow else UNDECIDED_ROW
+    # A slow round is the candidate's own evidence: the triage made before it cannot excuse it.
+    excusable = dict(not_gated or {})
+    for index in held:
+        excusable.pop(rows[index].label, None)
+    untested = _not_gated(rows, marks.states, excusable)
     undecided = tuple(
-        _open_line(row)
-        for row, state in zip(rows, marks.states, strict=True)
+        _open_line(row, held.get(index, ""))
+        for index, (row, state) in enumerate(zip(rows, marks.states, strict=True))
         if state == UNDECIDED_ROW
     )
     family = Family(gate.alpha, len(tests), looks, procedure)
