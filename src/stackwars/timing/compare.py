@@ -483,7 +483,9 @@ def compare(
     decided = judge(p_value < alpha, ratio, ci, equivalence, threshold)
     needed, reason = None, ""
     if decided == UNDECIDED and plan:
-        needed = workers_needed(parts.difference, parts.between_sd, run_drift, threshold, alpha)
+        needed = workers_needed(
+            parts.difference, parts.between_sd, run_drift, threshold, alpha, run_drift_df
+        )
         reason = _undecided_reason(needed, run_drift)
     components = Components(parts.between_sd, within, run_drift)
     return Comparison(

@@ -37,18 +37,26 @@ def t_quantile(q: float, df: float) -> float:
 
 
 def workers_needed(
-    difference: float, between_sd: float, run_drift: float, threshold: float, alpha: float
+    difference: float,
+    between_sd: float,
+    run_drift: float,
+    threshold: float,
+    alpha: float,
+    run_drift_df: float = math.inf,
 ) -> int | None:
     """Workers per side that would likely decide a comparison whose true log difference and
     between-worker spread are the measured ones: the fewest with which the test decides (its
     interval excludes 1, or its ``1 - 2 alpha`` interval lies inside the threshold) in at
     least 80 % of simulated comparisons. None when no number up to
-    ``MOST_WORKERS_ESTIMATED`` would, e.g. because the run-to-run drift alone is wider."""
+    ``MOST_WORKERS_ESTIMATED`` would, e.g. because the run-to-run drift alone is wider.
+    ``run_drift_df``: the degrees of freedom the drift was estimated with, which the real
+    test's (Satterthwaite's) take from it."""
 
     def decides(n: int) -> bool:
         share = decided_share(
-            n, difference, between_sd, run_drift=run_drift, threshold=threshold, alpha=alpha
-        )
+            n, difference, between_sd, run_drift=run_drift, threshold=threshold, alpha=alpha,
+            run_drift_df=run_drift_df,
+        )  # fmt: skip
         return share >= PLANNING_POWER
 
     return _fewest(decides, _normal_guess(difference, between_sd, run_drift, threshold, alpha))
@@ -79,10 +87,12 @@ def decided_share(
     run_drift: float,
     threshold: float,
     alpha: float,
+    run_drift_df: float = math.inf,
 ) -> float:
     """The share of simulated comparisons of ``n`` workers a side (log-normal workers around
     a true log difference, each side moved by its own run effect of sd ``run_drift``) that the
-    trimmed t of ``timing/compare.py`` decides."""
+    trimmed t of ``timing/compare.py`` decides, with its degrees of freedom: the workers' and,
+    by Satterthwaite's rule, the drift's ``run_drift_df`` (``compare.log_difference``)."""
     import numpy as np
     from scipy.stats import t as student
 
@@ -94,8 +104,11 @@ def decided_share(
     mean_b, se_b, df_b = trimmed_t(base)
     mean_c, se_c, df_c = trimmed_t(cand)
     observed = mean_c - mean_b
-    se = np.sqrt(se_b**2 + se_c**2 + 2 * run_drift**2)
+    workers, drift = se_b**2 + se_c**2, 2 * run_drift**2
+    se = np.sqrt(workers + drift)
     df = df_b + df_c
+    if drift > 0 and math.isfinite(run_drift_df):
+        df = (workers + drift) ** 2 / (workers**2 / df + drift**2 / run_drift_df)
     significant = observed / se > student.isf(alpha / 2, df)
     significant |= observed / se < -student.isf(alpha / 2, df)
     half = student.isf(alpha, df) * se
