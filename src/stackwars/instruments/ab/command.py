@@ -74,6 +74,14 @@ def add_ab(subparsers: Subparsers) -> None:
     )
     add_gate_options(parser)
     parser.add_argument(
+        "--duet",
+        action="store_true",
+        help="both sides' rounds at once, each on a core of its own (which side on which drawn "
+        "each round; needs --threads 1 in the run options): a round takes about half the "
+        "time and both sides see the same moment of the machine; write its noise table "
+        "(--write-noise) before you gate on it",
+    )
+    parser.add_argument(
         "--noise",
         metavar="FILE",
         help="this machine's noise table (written by an A/A session's --write-noise): a cell "
@@ -141,6 +149,7 @@ def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
         data["session"] = {"rounds": outcome.rounds, "elapsed_s": outcome.elapsed_s}
         data["session"] |= {"stopped": outcome.stopped, "plan": outcome.plan}
         data["session"] |= {"order_seed": outcome.order_seed, "first": outcome.first}
+        data["session"] |= {"duet": session.duet}
         write_atomically(Path(args.json), json.dumps(data, indent=1))
     if args.write_noise:
         noise_of(outcome.rows, outcome.rounds, ["stackwars", *argv]).write(Path(args.write_noise))
@@ -165,6 +174,7 @@ def session_of(args: argparse.Namespace) -> ab.Session:
         time_budget_s=args.time_budget,
         memory_budget=default_memory_budget(),
         noise=read_noise(Path(args.noise)) if args.noise else None,
+        duet=args.duet,
     )
 
 

@@ -21,6 +21,12 @@ design allows (``timing/sequential.py``), so the family's false-alarm budget hol
 session ends, and a cell failed at one look stays failed: the calibration already paid for
 rejecting at any look, so a later look that no longer rejects cannot clear it.
 
+With ``duet``, a round runs both sides at once, each pinned to a core of its own (which side
+on which core drawn each round, like the order, and recorded as ``first``: the side on the
+first core), each worker with one thread: the round takes about half the time, and a drift of
+the machine reaches both sides at the same moment. Which design decides a suite fastest at
+equal validity is measured on the machine (its noise table, ``ab/noise.py``), not assumed.
+
 A round spends only on what the comparison uses: each side's run is ``--repeat 1`` with
 ``--second-look 0`` (the run's own check of a second worker is not part of the comparison).
 After the first round the session knows what a round costs; when the budget cannot reach the
@@ -29,9 +35,11 @@ first look, it stops there and says what budget would (``plan_line``), rather th
 
 from __future__ import annotations
 
+import os
 import random
 import secrets
 import shlex
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,6 +93,10 @@ class Session:
     # This machine's noise (ab/noise.py): the cells it says the session cannot decide are not
     # gated in this job; None: every cell is gated.
     noise: NoiseTable | None = None
+    # Both sides' rounds at once, each pinned to a core of its own (which side on which drawn
+    # each round, like the order), so that a round takes about half the time and both sides
+    # see the same moment of the machine (duet benchmarking, Bulej et al. 2020).
+    duet: bool = False
 
     @property
     def looks(self) -> Looks:
@@ -126,6 +138,8 @@ def check(session: Session) -> None:
             "--noise leaves out of the outcome the cells a gate on time cannot decide: give "
             "--fail-above too"
         )
+    if session.duet:
+        _check_duet(session)
     if session.time_budget_s <= 0:
         raise UsageError(
             f"--time-budget {session.time_budget_s:g} must be a positive number of seconds"
@@ -137,6 +151,24 @@ def check(session: Session) -> None:
                 f"{name} is set by 'stackwars ab' for each round; leave it out of the run "
                 f"options (the session stores its rounds in --out)"
             )
+
+
+def _check_duet(session: Session) -> None:
+    """A duet needs two cores and one thread a worker (a second thread would run on the
+    other side's core)."""
+    options = list(session.run_options)
+    single = any(
+        option == "--threads=1" or (option == "--threads" and options[i + 1 : i + 2] == ["1"])
+        for i, option in enumerate(options)
+    )
+    if not single:
+        raise UsageError(
+            "--duet runs each side on one core, at once: add --threads 1 to the run options "
+            "(after --), so that no worker's threads reach the other side's core"
+        )
+    cores = len(os.sched_getaffinity(0))
+    if cores < 2:
+        raise UsageError(f"--duet needs two cores this process may use; it may use {cores}")
 
 
 Listener = Callable[[str], None]
@@ -180,9 +212,12 @@ def _measure(
         index = outcome.rounds
         order = (session.baseline, session.candidate)
         order = order if draw.random() < 0.5 else order[::-1]
-        outcome.first.append(order[0].name)
-        for side in order:
-            outcome.files[side.name].append(_round(session, side, index))
+        outcome.first.append(order[0].name)  # with --duet: the side on the first core
+        rounds = _duet(session, order, index) if session.duet else [
+            _round(session, side, index) for side in order
+        ]
+        for side, path in zip(order, rounds, strict=True):
+            outcome.files[side.name].append(path)
         outcome.rounds += 1
         outcome.elapsed_s = elapsed()
         affordable = int(session.time_budget_s // (outcome.elapsed_s / outcome.rounds))
@@ -242,17 +277,42 @@ def _progress(outcome: Outcome, session: Session, open_cells: int | None) -> str
     return f"{text}: {len(outcome.rows) - open_cells} of {len(outcome.rows)} cells decided"
 
 
-def _round(session: Session, side: Side, index: int) -> Path:
-    """One side's round: its run file (absolute), or a UsageError saying what went wrong."""
+def _duet(session: Session, order: Sequence[Side], index: int) -> list[Path]:
+    """Both sides' rounds at once, the first side on the first of this process's cores, the
+    second on the next. The second runs in a thread of its own, a daemon: on Ctrl-C, which
+    stops the first here as it stops any round, the process ends and the second's worker
+    dies with it (each worker asks to be killed when its parent goes)."""
+    cores = tuple(sorted(os.sched_getaffinity(0))[:2])
+    found: list[Path | BaseException] = []
+
+    def second() -> None:
+        try:
+            found.append(_round(session, order[1], index, (cores[1],)))
+        except BaseException as exc:  # raised again below, in the session's thread
+            found.append(exc)
+
+    thread = threading.Thread(target=second, name=f"ab duet round {index + 1}", daemon=True)
+    thread.start()
+    first = _round(session, order[0], index, (cores[0],))
+    thread.join()
+    if isinstance(found[0], BaseException):
+        raise found[0]
+    return [first, found[0]]
+
+
+def _round(session: Session, side: Side, index: int, cpus: tuple[int, ...] = ()) -> Path:
+    """One side's round: its run file (absolute), or a UsageError saying what went wrong;
+    on ``cpus`` only when given (a duet: the memory budget is then halved, the other side's
+    round running beside it)."""
     out = session.out_dir.resolve()
     run_file = out / f"{side.name}-{index + 1:02d}.json"
     argv = ["run", *session.run_options, *side.options, "--repeat", "1", "--second-look", "0"]
     argv += ["--quiet"]
     argv += ["--order-seed", str(index), "--label", f"ab-{side.name}"]
     argv += ["--db", str(out / f"{side.name}.sqlite"), "--json", str(run_file)]
-    limits = Limits(ROUND_TIMEOUT_S, session.memory_budget)
+    limits = Limits(ROUND_TIMEOUT_S, session.memory_budget // (2 if cpus else 1))
     folder = out / "rounds" / run_file.stem
-    end = run_side(side.interpreter, argv, limits, folder)
+    end = run_side(side.interpreter, argv, limits, folder, cpus)
     if end.exit != 0 or not run_file.is_file():
         shown = shlex.join(["stackwars", *argv])
         why = end.detail or f"exit status {end.exit}; its output: {folder / 'output.txt'}"

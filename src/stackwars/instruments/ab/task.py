@@ -38,11 +38,17 @@ def side_version(interpreter: Interpreter, memory_budget: int) -> str:
     )
 
 
-def run_side(interpreter: Interpreter, argv: list[str], limits: Limits, folder: Path) -> SideEnd:
+def run_side(
+    interpreter: Interpreter,
+    argv: list[str],
+    limits: Limits,
+    folder: Path,
+    cpus: tuple[int, ...] = (),
+) -> SideEnd:
     """``stackwars ARGV`` under ``interpreter``, in ``folder`` (kept: its output.txt says
-    what the round printed)."""
+    what the round printed), on ``cpus`` only when given (its workers too)."""
     folder.mkdir(parents=True, exist_ok=True)
-    request = {"argv": argv, "cwd": str(Path.cwd())}
+    request = {"argv": argv, "cwd": str(Path.cwd()), "cpus": list(cpus)}
     end = run_child(MODULE, KIND, request, limits, scratch=folder, interpreter=interpreter)
     if end.ok and end.result is not None:
         return SideEnd(int(end.result["exit"]))
