@@ -295,9 +295,10 @@ def _duet(session: Session, order: Sequence[Side], index: int) -> list[Path]:
     thread.start()
     first = _round(session, order[0], index, (cores[0],))
     thread.join()
-    if isinstance(found[0], BaseException):
-        raise found[0]
-    return [first, found[0]]
+    other = found[0]
+    if isinstance(other, BaseException):
+        raise other
+    return [first, other]
 
 
 def _round(session: Session, side: Side, index: int, cpus: tuple[int, ...] = ()) -> Path:
