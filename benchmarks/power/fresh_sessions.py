@@ -4,6 +4,8 @@
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind aa --count 20 --out DIR
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind ab --count 20 --out DIR
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind quick --count 20 --out DIR
+    python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind quick-duet --count 20 \
+        --out DIR
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind separate --count 20 \
         --out DIR
     python benchmarks/power/fresh_sessions.py analyse --out DIR
@@ -22,6 +24,9 @@ sessions already there):
 * ``ab``: the same cells, the candidate's GEMM slowed through ``regressed_gemm.py``'s ``extra``
   (the change reported is the one measured, from the session's own rounds);
 * ``quick``: the README's recipe exactly (``-- --suite quick``, default budget);
+* ``quick-one-thread`` and ``quick-duet``: the same with ``--threads 1``, then with both
+  sides' rounds at once on a core each (``ab --duet``): what a round costs and how its cells
+  spread, the measure of issue 54's cheap rounds;
 * ``separate``: docs/ci.md's "Two separate runs": the twelve cells run ``--repeat 3`` in the
   baseline environment, then in the candidate's, then ``stackwars compare`` with the same gate
   (the run-to-run term its default); the session's time is written into its compare.json.
@@ -57,7 +62,14 @@ CELLS = [
 # +25 % (two fresh A/B sessions, 2026-11-27: the extra slice costs more than its share at these
 # sizes); 0.065 aims at the issue's measured +10 % for the 512² cells. Reported as measured.
 SLOWED = ["--candidate-env", "REGRESS_EXTRA=0.065"]
-KINDS = {"aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"], "separate": CELLS}
+ONE_THREAD = ["--suite", "quick", "--threads", "1"]
+KINDS = {
+    "aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"], "separate": CELLS,
+    "quick-one-thread": ONE_THREAD, "quick-duet": ONE_THREAD,
+}  # fmt: skip
+# The ab options a kind adds to the gate's (issue 54's cheap rounds: the same recipe with one
+# thread a worker, then both sides at once on a core each).
+AB_OPTIONS = {"quick-duet": ["--duet"]}
 # docs/ci.md's "Two separate runs": each side one run of three workers a cell, in its own
 # environment, one after the other, compared with its default run-to-run term.
 SEPARATE_REPEAT = ["--repeat", "3"]
@@ -83,6 +95,7 @@ def session(venvs: Path, kind: str, folder: Path, extra: list[str]) -> dict[str,
     argv = [str(python_of(venvs, "candidate")), "-m", "stackwars", "ab"]
     argv += ["--baseline-python", str(python_of(venvs, "baseline")), *GATE]
     argv += SLOWED if kind == "ab" else []
+    argv += AB_OPTIONS.get(kind, [])
     argv += ["--out", str(folder / "rounds"), "--json", str(folder / "compare.json")]
     argv += ["--markdown", str(folder / "compare.md")]
     argv += extra if "--" in extra else [*extra, "--", *KINDS[kind]]
