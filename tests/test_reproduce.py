@@ -276,18 +276,24 @@ def test_a_cells_part_continued_by_a_resume_names_both_sessions(
 ) -> None:
     """A cells part interrupted and continued by a resume with other code keeps the first
     session (its run holds that session's cells too), and the findings name both."""
+    from stackwars.results.run import Run
+
     cells = next(part for part in TINY if part.kind == CELLS)
     commit, stops = {"commit": "a" * 40, "dirty": False}, [cells.name]
+    path, store = tmp_path / "edition.json", Store(tmp_path / "db.sqlite")
 
     def fake_part(part: Any, kept: Any, context: Any) -> None:
-        kept.run_id = f"run-{part.name}"
+        if kept.run_id is None:  # a resume goes on with the part's run
+            run = Run(id=f"r-{part.name}", started="2026-11-29T00:00:00+00:00", machine={},
+                      versions={}, argv=[], identity={})  # fmt: skip
+            store.begin_run(run)
+            kept.run_id = run.id
         if part.name in stops:
             stops.remove(part.name)
             raise KeyboardInterrupt
 
     monkeypatch.setattr(service, "_measure_part", fake_part)
     monkeypatch.setattr(service.metadata, "git_state", lambda source: dict(commit))
-    path, store = tmp_path / "edition.json", Store(tmp_path / "db.sqlite")
     with pytest.raises(KeyboardInterrupt):
         service.measure(service.begin("tiny", 100, ["stackwars"]), path, store, _no_reporter)
     commit["commit"] = "b" * 40
