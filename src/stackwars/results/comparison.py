@@ -511,10 +511,10 @@ def _open_line(row: ComparisonRow, held: str = "") -> str:
 
 
 # A round this many robust deviations (1.4826 x the median absolute deviation: the standard
-# deviation for normal rounds) above the others' median: under normal noise one round in ten
-# reaches it about once in 10^8 sessions, so it says a share of the candidate's processes ran
-# slow, the regression a pass would hide (issue 54: 4x in 15 % of processes, +45 % on average,
-# passed its cell half the time).
+# deviation for normal rounds) above the others' median: a normal round lies that far out
+# about once in 10^9 (before the spread's own uncertainty at a few rounds), so it says a share
+# of the candidate's processes ran slow, the regression a pass would hide (issue 54: 4x in 15 %
+# of processes, +45 % on average, passed its cell 39-57 % of the time).
 SLOW_ROUND_DEVIATIONS = 6.0
 SLOW_ROUND_FROM = 5  # rounds: fewer give no spread to stand out from
 
@@ -539,7 +539,8 @@ def slow_round(result: Comparison, pass_limit: float) -> str:
 
 
 def _median(values: Iterable[float]) -> float:
-    ordered, half = sorted(values), len(values) // 2
+    ordered = sorted(values)
+    half = len(ordered) // 2
     return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
 
 
