@@ -489,6 +489,25 @@ def test_a_session_with_time_enough_decides_an_a_a_suite_of_quiet_cells(
     assert outcome.stopped == "every cell decided" and outcome.rounds < session.max_rounds
 
 
+def test_one_look_is_placed_after_round_one_at_the_rounds_the_budget_affords(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Rounds of 100 s under 650 s: the first round's cost fixes one look after round 6, no
+    look before it, and the cells are judged by max-T at that look."""
+    fake_rounds(monkeypatch, tmp_path, cells=3)
+    ticks = iter(float(t) for t in range(0, 5000, 100))
+    session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), tmp_path, gate=GATE,
+                         time_budget_s=650, one_look=True)  # fmt: skip
+    heard: list[str] = []
+    outcome = ab.run_session(session, heard.append, lambda: next(ticks))
+    assert outcome.rounds == 6 and outcome.verdict is not None
+    assert outcome.verdict.family is not None
+    assert outcome.verdict.family.looks == "one look after round 6, paired by round"
+    assert outcome.verdict.family.procedure == "westfall-young max-T"
+    assert [line for line in heard if "cells decided" in line] == [heard[-1]]
+    assert outcome.verdict.outcome == PASS
+
+
 def run_of(rng: random.Random, cells: int, run_sd: float, workers: int = 3) -> list[Cell]:
     """One separate run: every cell moved by the run's own effect, then its workers' spread."""
     shift = rng.gauss(0, run_sd)

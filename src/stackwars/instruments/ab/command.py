@@ -58,6 +58,14 @@ def add_ab(subparsers: Subparsers) -> None:
     )
     parser.add_argument("--max-rounds", type=int, default=10, help="rounds at most (10)")
     parser.add_argument(
+        "--one-look",
+        action="store_true",
+        help="look once, after as many rounds as --time-budget allows at the first round's "
+        "cost (at most --max-rounds; --min-rounds is then unused): the rounds are fixed from "
+        "that time alone, and cells fail by max-T over joint flips of every round, no alpha "
+        "spent on looks before",
+    )
+    parser.add_argument(
         "--time-budget", type=float, default=900.0, metavar="S", help="seconds at most (900)"
     )
     parser.add_argument(
@@ -175,6 +183,7 @@ def session_of(args: argparse.Namespace) -> ab.Session:
         memory_budget=default_memory_budget(),
         noise=read_noise(Path(args.noise)) if args.noise else None,
         duet=args.duet,
+        one_look=args.one_look,
     )
 
 

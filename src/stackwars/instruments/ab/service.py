@@ -42,7 +42,7 @@ import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from stackwars.errors import UsageError
@@ -59,7 +59,7 @@ from stackwars.runner.child import Interpreter, Limits
 from stackwars.service import api
 from stackwars.timing.compare import FASTER_UNSURE, SLOWER_UNSURE, UNDECIDED
 from stackwars.timing.family import holm_level
-from stackwars.timing.sequential import Looks, rounds_to_reach
+from stackwars.timing.sequential import FEWEST_ROUNDS, Looks, rounds_to_reach
 
 OWNED_OPTIONS = (
     "--repeat", "--db", "--json", "--resume", "--label", "--order-seed", "--second-look",
@@ -93,6 +93,8 @@ class Session:
     # This machine's noise (ab/noise.py): the cells it says the session cannot decide are not
     # gated in this job; None: every cell is gated.
     noise: NoiseTable | None = None
+    # Look once, after the rounds the budget affords at the first round's cost (one_look_at).
+    one_look: bool = False
     # Both sides' rounds at once, each pinned to a core of its own (which side on which drawn
     # each round, like the order), so that a round takes about half the time and both sides
     # see the same moment of the machine (duet benchmarking, Bulej et al. 2020).
@@ -182,7 +184,7 @@ def run_session(session: Session, listen: Listener, clock: Callable[[], float]) 
         outcome.versions[side.name] = side_version(side.interpreter, session.memory_budget)
     start = clock()
     outcome.order_seed = secrets.randbits(31) if session.order_seed is None else session.order_seed
-    outcome.stopped = _measure(session, outcome, listen, lambda: clock() - start)
+    outcome.stopped, session = _measure(session, outcome, listen, lambda: clock() - start)
     outcome.rows = compare_files(outcome.files, session)
     outcome.verdict = _verdict(outcome.rows, session, outcome.failed)
     return outcome
@@ -205,8 +207,9 @@ def not_gated(rows: Sequence[ComparisonRow], session: Session) -> dict[str, str]
 
 def _measure(
     session: Session, outcome: Outcome, listen: Listener, elapsed: Callable[[], float]
-) -> str:
-    """Rounds until the session stops; why it stopped."""
+) -> tuple[str, Session]:
+    """Rounds until the session stops: why it stopped, and the session as designed (with
+    ``one_look``, its one look placed after round 1)."""
     draw = random.Random(outcome.order_seed)
     while outcome.rounds < session.max_rounds:
         index = outcome.rounds
@@ -222,22 +225,32 @@ def _measure(
         outcome.elapsed_s = elapsed()
         affordable = int(session.time_budget_s // (outcome.elapsed_s / outcome.rounds))
         if outcome.rounds == 1:
+            session = one_look_at(session, affordable) if session.one_look else session
             outcome.plan = plan_line(session, outcome, affordable)
             listen(outcome.plan)
             if affordable < session.min_rounds:
-                return f"the time budget cannot reach the first look (round {session.min_rounds})"
+                why = f"the time budget cannot reach the first look (round {session.min_rounds})"
+                return why, session
         if outcome.rounds >= session.min_rounds:
             outcome.rows = compare_files(outcome.files, session)
             _remember_failures(outcome, session)
             open_cells = open_rows(outcome.rows, session, outcome.failed)
             listen(_progress(outcome, session, len(open_cells)))
             if not open_cells:
-                return "every cell decided"
+                return "every cell decided", session
         else:
             listen(_progress(outcome, session, None))
         if outcome.rounds + 1 > affordable:
-            return f"time budget ({session.time_budget_s:g} s) reached"
-    return f"--max-rounds {session.max_rounds} reached"
+            return f"time budget ({session.time_budget_s:g} s) reached", session
+    return f"--max-rounds {session.max_rounds} reached", session
+
+
+def one_look_at(session: Session, affordable: int) -> Session:
+    """``session`` looking once, after as many rounds as the budget affords at the first
+    round's cost (at most ``max_rounds``, at least two): fixed from that time alone, never
+    from what the rounds measured, so the one look's max-T keeps its level."""
+    rounds = max(FEWEST_ROUNDS, min(session.max_rounds, affordable))
+    return replace(session, min_rounds=rounds, max_rounds=rounds)
 
 
 def plan_line(session: Session, outcome: Outcome, affordable: int) -> str:
