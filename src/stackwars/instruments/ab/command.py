@@ -101,7 +101,9 @@ def add_ab(subparsers: Subparsers) -> None:
         "--write-noise",
         metavar="FILE",
         help="write each cell's paired spread as this machine's noise table; the sides must "
-        "be the same (an A/A session: no --*-python, --*-env or --*-options that differ)",
+        "be the same (an A/A session: no --*-python, --*-env or --*-options that differ), and "
+        "its rounds fixed (--min-rounds equal to --max-rounds, e.g. 20: a session that stops "
+        "once every cell is decided leaves few rounds to measure a spread from)",
     )
     parser.add_argument(
         "run_options",
