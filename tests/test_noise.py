@@ -159,4 +159,7 @@ def test_noise_without_a_gate_on_time_and_a_write_that_is_not_a_a_are_refused(
                            tmp_path)  # fmt: skip
     with pytest.raises(UsageError, match="--write-noise measures this machine's noise"):
         check_a_a(different)
-    check_a_a(ab.Session((), *sides, tmp_path))
+    with pytest.raises(UsageError, match="give --min-rounds equal to --max-rounds"):
+        check_a_a(ab.Session((), *sides, tmp_path))
+    check_a_a(ab.Session((), *sides, tmp_path, min_rounds=20, max_rounds=20))
+    check_a_a(ab.Session((), *sides, tmp_path, one_look=True))

@@ -101,9 +101,8 @@ def add_ab(subparsers: Subparsers) -> None:
         "--write-noise",
         metavar="FILE",
         help="write each cell's paired spread as this machine's noise table; the sides must "
-        "be the same (an A/A session: no --*-python, --*-env or --*-options that differ), and "
-        "its rounds fixed (--min-rounds equal to --max-rounds, e.g. 20: a session that stops "
-        "once every cell is decided leaves few rounds to measure a spread from)",
+        "be the same (an A/A session: no --*-python, --*-env or --*-options that differ) and its "
+        "rounds fixed (--min-rounds equal to --max-rounds, e.g. 20, or --one-look)",
     )
     parser.add_argument(
         "run_options",
@@ -190,12 +189,19 @@ def session_of(args: argparse.Namespace) -> ab.Session:
 
 
 def check_a_a(session: ab.Session) -> None:
-    """--write-noise measures noise only: both sides must run the same thing."""
+    """--write-noise measures noise only: both sides must run the same thing, every cell over
+    the same rounds."""
     base, cand = session.baseline, session.candidate
     if (base.interpreter, base.options) != (cand.interpreter, cand.options):
         raise UsageError(
             "--write-noise measures this machine's noise with an A/A session: leave out the "
             "--baseline-*/--candidate-* options that make the sides differ"
+        )
+    if session.min_rounds != session.max_rounds and not session.one_look:
+        raise UsageError(
+            "--write-noise measures every cell over the same rounds: give --min-rounds equal "
+            "to --max-rounds (e.g. 20 and 20) or --one-look, so that the session does not stop "
+            "once its cells are decided"
         )
 
 
