@@ -161,7 +161,8 @@ def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
         data["session"] |= {"duet": session.duet}
         write_atomically(Path(args.json), json.dumps(data, indent=1))
     if args.write_noise:
-        noise_of(outcome.rows, outcome.rounds, ["stackwars", *argv]).write(Path(args.write_noise))
+        typed = ["stackwars", *argv[argv.index("ab") if "ab" in argv else 0 :]]
+        noise_of(outcome.rows, outcome.rounds, typed).write(Path(args.write_noise))
         console.print(f"noise table: {args.write_noise}")
     return verdict.exit_status
 
