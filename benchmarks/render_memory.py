@@ -28,7 +28,7 @@ def gib(value: int | None) -> str:
 def status(cell: dict[str, Any]) -> str:
     if cell["status"] == "ok":
         parity = (cell.get("parity") or {}).get("ok")
-        return "ok, parity " + {True: "ok", False: "failed"}.get(parity, "not checked")
+        return "ok, parity " + ("not checked" if parity is None else "ok" if parity else "failed")
     if cell["memory"].get("peak_rss_bytes") is None and cell["reason"].startswith(PREDICTED):
         return f"`{cell['status']}`, predicted, not run"
     return f"`{cell['status']}`"
@@ -48,8 +48,8 @@ def render(path: Path) -> str:
         params = ", ".join(f"{name}={cell['params'].get(name)}" for name in shown)
         label = f"{cell['workload']} ({params})" if params else cell["workload"]
         memory = cell["memory"]
-        rows.append(f"| {label} | {cell['stack']} | {status(cell)} | "
-                    f"{gib(memory.get('peak_rss_bytes'))} | {gib(memory.get('predicted_bytes'))} |")  # fmt: skip
+        peak, predicted = gib(memory.get("peak_rss_bytes")), gib(memory.get("predicted_bytes"))
+        rows.append(f"| {label} | {cell['stack']} | {status(cell)} | {peak} | {predicted} |")
     return "\n".join(rows) + "\n"
 
 

@@ -274,19 +274,22 @@ def test_workers_needed_reaches_its_power_with_the_test_actually_used(
 
 
 def test_workers_needed_with_an_estimated_drift_reaches_its_power() -> None:
-    """Two separate runs a side apart by a run drift of 1 % estimated with 5 degrees of
-    freedom: the real test takes its degrees of freedom from the drift's too (Satterthwaite),
-    so the estimate must; simulated with ``compare`` itself, each side's run moved by its own
+    """Two separate runs a side apart by a run drift of 2 % estimated with 5 degrees of
+    freedom, the drift the larger part of the error: the real test takes its degrees of freedom
+    from the drift's too (Satterthwaite), so the estimate must, and asks more workers than a
+    drift known exactly; simulated with ``compare`` itself, each side's run moved by its own
     drift, at least 80 % are decided, less three binomial standard errors."""
-    drift, df, spread = 0.01, 5.0, 0.06
-    needed = workers_needed(math.log(1.10), spread, drift, 0.05, 0.05, df)
-    as_if_known = workers_needed(math.log(1.10), spread, drift, 0.05, 0.05)
+    drift, df, spread, change = 0.02, 5.0, 0.08, 1.15
+    needed = workers_needed(math.log(change), spread, drift, 0.05, 0.05, df)
+    as_if_known = workers_needed(math.log(change), spread, drift, 0.05, 0.05)
     assert needed is not None and as_if_known is not None and needed > as_if_known
     trials, decided, rng = 150, 0, random.Random(7)
     for seed in range(trials):
         moved = [math.exp(rng.gauss(0, drift)) for _ in range(2)]
         base = process_workers(1e-3 * moved[0], seed=3 * seed, count=needed, spread=spread)
-        cand = process_workers(1.1e-3 * moved[1], seed=3 * seed + 1, count=needed, spread=spread)
+        cand = process_workers(
+            change * 1e-3 * moved[1], seed=3 * seed + 1, count=needed, spread=spread
+        )
         result = compare(base, cand, run_drift=drift, run_drift_df=df)
         decided += result.verdict != UNDECIDED
     assert decided >= (0.8 - 3 * math.sqrt(0.8 * 0.2 / trials)) * trials, (needed, decided)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from stackwars.errors import UsageError
+from stackwars.frameworks.torch import running_peak
 from stackwars.report.comparison import comparison_json, comparison_notes
 from stackwars.results.comparison import FAIL, PASSED, Gate, decide
 from stackwars.results.counts import CountChange, count_changes
-from stackwars.frameworks.torch import running_peak
 from stackwars.results.schema import Cell, Compiles, Memory
 from stackwars.results.verdict import gate_settings, verdict_of
 from test_gate import REGRESSED, row, stackwars

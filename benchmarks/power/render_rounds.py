@@ -39,8 +39,9 @@ def render(folder: Path) -> str:
     found = {name: load(folder, name) for name in DESIGNS if (folder / f"{name}.json").is_file()}
     first = next(iter(found.values()))[1]
     lines = [
-        f"Machine {first['machine']['cpu_model']} (fingerprint `{first['machine']['fingerprint']}`),"
-        f" measured {first['measured'][:16].replace('T', ' ')} UTC.",
+        f"Machine {first['machine']['cpu_model']} (fingerprint "
+        f"`{first['machine']['fingerprint']}`), measured "
+        f"{first['measured'][:16].replace('T', ' ')} UTC.",
         "",
         "| design | rounds | session | a round |",
         "| --- | ---: | ---: | ---: |",

@@ -107,6 +107,7 @@ def _device_facts() -> dict[str, Any]:
 
 
 MEMORY_EVENT = "[memory]"  # the profiler's name for an allocator's record (profiler_util.py)
+HOST_DEVICES = ("CPU", "MKLDNN", "IDEEP")  # the profiler's kinds of host memory (profiler.py)
 
 
 def running_peak(changes: Iterable[tuple[int, int]]) -> int:
@@ -233,16 +234,17 @@ class TorchFramework(Framework):
         buffers included). On any other device (a GPU, torch_xla's), None: not proven there."""
         if self._device.type != "cpu":
             return None
-        from torch.autograd import DeviceType, profiler
+        from torch.autograd import profiler
 
-        with profiler.profile(use_cpu=True, profile_memory=True) as recorded:
+        recorded = profiler.profile(use_cpu=True, profile_memory=True)
+        with recorded:
             call()
-        host = (DeviceType.CPU, DeviceType.MKLDNN, DeviceType.IDEEP)
+        results = recorded.kineto_results
         changes = [
             # nbytes (negative for a free) is missing from torch's type stubs, not its events.
             (event.start_ns(), event.nbytes())  # pyright: ignore[reportAttributeAccessIssue]
-            for event in (recorded.kineto_results.events() if recorded.kineto_results else ())
-            if event.name() == MEMORY_EVENT and event.device_type() in host
+            for event in (results.events() if results is not None else ())
+            if event.name() == MEMORY_EVENT and event.device_type().name in HOST_DEVICES
         ]
         return running_peak(changes)
 

@@ -36,7 +36,7 @@ def t_quantile(q: float, df: float) -> float:
     return float(student.ppf(q, df))
 
 
-def workers_needed(
+def workers_needed(  # noqa: PLR0917 (compare's own arguments, in its order)
     difference: float,
     between_sd: float,
     run_drift: float,
@@ -106,9 +106,9 @@ def decided_share(
     observed = mean_c - mean_b
     workers, drift = se_b**2 + se_c**2, 2 * run_drift**2
     se = np.sqrt(workers + drift)
-    df = df_b + df_c
-    if drift > 0 and math.isfinite(run_drift_df):
-        df = (workers + drift) ** 2 / (workers**2 / df + drift**2 / run_drift_df)
+    # Satterthwaite's rule over both parts, as compare's log_difference (a known drift has
+    # infinite degrees of freedom: it adds variance, not uncertainty).
+    df = (workers + drift) ** 2 / (workers**2 / (df_b + df_c) + drift**2 / run_drift_df)
     significant = observed / se > student.isf(alpha / 2, df)
     significant |= observed / se < -student.isf(alpha / 2, df)
     half = student.isf(alpha, df) * se

@@ -235,7 +235,7 @@ def rounds_to_pass(spread: float, margin: float, alpha: float) -> int:
     """The rounds a cell whose paired log ratio spreads by ``spread`` a round (its standard
     deviation, from rounds measured before) needs to be shown below ``margin`` when it did not
     change, at ``alpha`` with 80 % power: the normal sample-size rule, at least the sign
-    flip's minimum. Known before the session: the noise triage's measure (ab/noise.py)."""
+    flip's minimum. Known before the session: the noise triage's measure (ab/data.py)."""
     from scipy.stats import norm
 
     z = norm.isf(alpha) + norm.isf(1 - PLANNING_POWER)

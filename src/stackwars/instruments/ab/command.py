@@ -18,7 +18,7 @@ from stackwars.commands.options import (
 from stackwars.config import default_memory_budget
 from stackwars.errors import UsageError
 from stackwars.instruments.ab import service as ab
-from stackwars.instruments.ab.noise import noise_of, read_noise
+from stackwars.instruments.ab.data import noise_of, read_noise
 from stackwars.report.comparison import comparison_json, comparison_markdown, comparison_report
 from stackwars.report.console import report_console
 from stackwars.results.jsonio import write_atomically

@@ -25,7 +25,7 @@ With ``duet``, a round runs both sides at once, each pinned to a core of its own
 on which core drawn each round, like the order, and recorded as ``first``: the side on the
 first core), each worker with one thread: the round takes about half the time, and a drift of
 the machine reaches both sides at the same moment. Which design decides a suite fastest at
-equal validity is measured on the machine (its noise table, ``ab/noise.py``), not assumed.
+equal validity is measured on the machine (its noise table, ``ab/data.py``), not assumed.
 
 A round spends only on what the comparison uses: each side's run is ``--repeat 1`` with
 ``--second-look 0`` (the run's own check of a second worker is not part of the comparison).
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from stackwars.errors import UsageError
-from stackwars.instruments.ab.noise import NoiseTable, triage
+from stackwars.instruments.ab.data import NoiseTable, triage
 from stackwars.instruments.ab.task import run_side, side_version
 from stackwars.results.comparison import (
     UNDECIDED_ROW,
@@ -90,7 +90,7 @@ class Session:
     time_budget_s: float = 900.0
     memory_budget: int = 0
     order_seed: int | None = None  # which side goes first each round; None: drawn
-    # This machine's noise (ab/noise.py): the cells it says the session cannot decide are not
+    # This machine's noise (ab/data.py): the cells it says the session cannot decide are not
     # gated in this job; None: every cell is gated.
     noise: NoiseTable | None = None
     # Look once, after the rounds the budget affords at the first round's cost (one_look_at).
@@ -197,7 +197,7 @@ def _verdict(rows: list[ComparisonRow], session: Session, failed: dict[str, str]
 
 def not_gated(rows: Sequence[ComparisonRow], session: Session) -> dict[str, str]:
     """The cells the session's noise table says its rounds cannot show within the pass limit
-    on time, with why (ab/noise.py); none without a table or a gate on time."""
+    on time, with why (ab/data.py); none without a table or a gate on time."""
     limit = session.gate.time_pass_limit
     if session.noise is None or limit is None:
         return {}
@@ -216,9 +216,11 @@ def _measure(
         order = (session.baseline, session.candidate)
         order = order if draw.random() < 0.5 else order[::-1]
         outcome.first.append(order[0].name)  # with --duet: the side on the first core
-        rounds = _duet(session, order, index) if session.duet else [
-            _round(session, side, index) for side in order
-        ]
+        rounds = (
+            _duet(session, order, index)
+            if session.duet
+            else [_round(session, side, index) for side in order]
+        )
         for side, path in zip(order, rounds, strict=True):
             outcome.files[side.name].append(path)
         outcome.rounds += 1

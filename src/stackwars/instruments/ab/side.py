@@ -3,7 +3,8 @@
 Started by ``instruments/ab/task.py`` through ``runner/child.py`` (kind ``side``) with the side's
 Python and environment variables. It runs ``stackwars`` with the round's arguments in this
 process, so that the round's own timing workers start from the side's Python too, and answers
-the exit status and this install's version; ``cpus`` (``ab --duet``) pins the round to them. ``{"argv": []}`` asks only the version (the check
+the exit status and this install's version; ``cpus`` (``ab --duet``) pins the round to
+them. ``{"argv": []}`` asks only the version (the check
 that stackwars is installed where the side's Python looks). An entry point like
 ``__main__``: it sits above the command line it calls.
 """

@@ -1,6 +1,6 @@
-"""The noise table: each cell's paired spread on one machine, measured by an A/A session
-(``stackwars ab --write-noise FILE``, both sides the same), and the triage an A/B session
-makes with it (``ab --noise FILE``).
+"""ab's data: the noise table, each cell's paired spread on one machine, measured by an A/A
+session (``stackwars ab --write-noise FILE``, both sides the same), and the triage an A/B
+session makes with it (``ab --noise FILE``).
 
 A cell whose spread needs more rounds than the session has to be shown within the pass limit
 (``timing/sequential.py``'s ``rounds_to_pass``) is *not gated in this job*: when the session
