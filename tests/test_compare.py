@@ -29,7 +29,7 @@ from stackwars.timing.compare import (
     judge,
     mann_whitney_p,
 )
-from stackwars.timing.sample_size import workers_needed
+from stackwars.timing.sample_size import Measured, workers_needed
 from stackwars.timing.stats import median_ci
 
 
@@ -262,7 +262,7 @@ def test_workers_needed_reaches_its_power_with_the_test_actually_used(
     """The estimate promises 80 % of comparisons decided at that size: simulate them with
     ``compare`` itself (trimmed from 5 workers a side; a change, an equal pair, a change
     inside the threshold) and find at least 80 %, less three binomial standard errors."""
-    needed = workers_needed(math.log(change), spread, 0.0, 0.05, 0.05)
+    needed = workers_needed(Measured(math.log(change), spread), 0.05, 0.05)
     assert needed is not None
     trials = 150
     decided = 0
@@ -280,8 +280,8 @@ def test_workers_needed_with_an_estimated_drift_reaches_its_power() -> None:
     drift known exactly; simulated with ``compare`` itself, each side's run moved by its own
     drift, at least 80 % are decided, less three binomial standard errors."""
     drift, df, spread, change = 0.02, 5.0, 0.08, 1.15
-    needed = workers_needed(math.log(change), spread, drift, 0.05, 0.05, df)
-    as_if_known = workers_needed(math.log(change), spread, drift, 0.05, 0.05)
+    needed = workers_needed(Measured(math.log(change), spread, drift, df), 0.05, 0.05)
+    as_if_known = workers_needed(Measured(math.log(change), spread, drift), 0.05, 0.05)
     assert needed is not None and as_if_known is not None and needed > as_if_known
     trials, decided, rng = 150, 0, random.Random(7)
     for seed in range(trials):
@@ -296,7 +296,7 @@ def test_workers_needed_with_an_estimated_drift_reaches_its_power() -> None:
 
 
 def test_no_number_of_workers_beats_the_drift_of_separate_runs() -> None:
-    assert workers_needed(math.log(1.08), 0.02, 0.06, 0.05, 0.05) is None
+    assert workers_needed(Measured(math.log(1.08), 0.02, 0.06), 0.05, 0.05) is None
     base = [noisy(1e-3 * (1 + 0.01 * i), n=30, seed=i) for i in range(3)]
     cand = [noisy(1.08e-3 * (1 + 0.01 * i), n=30, seed=9 + i) for i in range(3)]
     result = compare(base, cand, run_drift=0.06)

@@ -67,6 +67,7 @@ from typing import Any
 from stackwars.timing.sample_size import (
     MIN_WORKERS,
     MOST_WORKERS_ESTIMATED,
+    Measured,
     t_quantile,
     workers_needed,
 )
@@ -483,9 +484,8 @@ def compare(
     decided = judge(p_value < alpha, ratio, ci, equivalence, threshold)
     needed, reason = None, ""
     if decided == UNDECIDED and plan:
-        needed = workers_needed(
-            parts.difference, parts.between_sd, run_drift, threshold, alpha, run_drift_df
-        )
+        measured = Measured(parts.difference, parts.between_sd, run_drift, run_drift_df)
+        needed = workers_needed(measured, threshold, alpha)
         reason = _undecided_reason(needed, run_drift)
     components = Components(parts.between_sd, within, run_drift)
     return Comparison(

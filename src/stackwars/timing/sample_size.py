@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from stackwars.timing.sequential import PLANNING_POWER, trimmed_t
 
@@ -36,79 +37,68 @@ def t_quantile(q: float, df: float) -> float:
     return float(student.ppf(q, df))
 
 
-def workers_needed(  # noqa: PLR0917 (compare's own arguments, in its order)
-    difference: float,
-    between_sd: float,
-    run_drift: float,
-    threshold: float,
-    alpha: float,
-    run_drift_df: float = math.inf,
-) -> int | None:
+@dataclass(frozen=True)
+class Measured:
+    """What a comparison measured that sets the workers it needs: the log difference, the
+    spread between workers, and the run-to-run drift with the degrees of freedom it was
+    estimated with (infinite: given as known, which adds variance but no uncertainty)."""
+
+    difference: float
+    between_sd: float
+    run_drift: float = 0.0
+    run_drift_df: float = math.inf
+
+
+def workers_needed(measured: Measured, threshold: float, alpha: float) -> int | None:
     """Workers per side that would likely decide a comparison whose true log difference and
     between-worker spread are the measured ones: the fewest with which the test decides (its
     interval excludes 1, or its ``1 - 2 alpha`` interval lies inside the threshold) in at
     least 80 % of simulated comparisons. None when no number up to
-    ``MOST_WORKERS_ESTIMATED`` would, e.g. because the run-to-run drift alone is wider.
-    ``run_drift_df``: the degrees of freedom the drift was estimated with, which the real
-    test's (Satterthwaite's) take from it."""
+    ``MOST_WORKERS_ESTIMATED`` would, e.g. because the run-to-run drift alone is wider."""
 
     def decides(n: int) -> bool:
-        share = decided_share(
-            n, difference, between_sd, run_drift=run_drift, threshold=threshold, alpha=alpha,
-            run_drift_df=run_drift_df,
-        )  # fmt: skip
+        share = decided_share(n, measured, threshold=threshold, alpha=alpha)
         return share >= PLANNING_POWER
 
-    return _fewest(decides, _normal_guess(difference, between_sd, run_drift, threshold, alpha))
+    return _fewest(decides, _normal_guess(measured, threshold, alpha))
 
 
-def _normal_guess(
-    difference: float, between_sd: float, run_drift: float, threshold: float, alpha: float
-) -> int:
+def _normal_guess(measured: Measured, threshold: float, alpha: float) -> int:
     """Where the search starts: the normal sample-size rule (the simulation corrects it; a
     start near the answer keeps the simulated sizes small)."""
     from scipy.stats import norm
 
-    to_significance = abs(difference) / (norm.isf(alpha / 2) + PLANNING_POWER_Z)
-    to_equivalence = (math.log1p(threshold) - abs(difference)) / (
-        norm.isf(alpha) + PLANNING_POWER_Z
-    )
-    room = max(to_significance, to_equivalence) ** 2 - 2 * run_drift**2
+    difference = abs(measured.difference)
+    to_significance = difference / (norm.isf(alpha / 2) + PLANNING_POWER_Z)
+    to_equivalence = (math.log1p(threshold) - difference) / (norm.isf(alpha) + PLANNING_POWER_Z)
+    room = max(to_significance, to_equivalence) ** 2 - 2 * measured.run_drift**2
     if room <= 0:
         return MOST_WORKERS_ESTIMATED
-    return min(MOST_WORKERS_ESTIMATED, math.ceil(2 * between_sd**2 / room))
+    return min(MOST_WORKERS_ESTIMATED, math.ceil(2 * measured.between_sd**2 / room))
 
 
-def decided_share(
-    n: int,
-    difference: float,
-    between_sd: float,
-    *,
-    run_drift: float,
-    threshold: float,
-    alpha: float,
-    run_drift_df: float = math.inf,
-) -> float:
+def decided_share(n: int, measured: Measured, *, threshold: float, alpha: float) -> float:
     """The share of simulated comparisons of ``n`` workers a side (log-normal workers around
     a true log difference, each side moved by its own run effect of sd ``run_drift``) that the
     trimmed t of ``timing/compare.py`` decides, with its degrees of freedom: the workers' and,
-    by Satterthwaite's rule, the drift's ``run_drift_df`` (``compare.log_difference``)."""
+    by Satterthwaite's rule, the drift's (``compare.log_difference``)."""
     import numpy as np
     from scipy.stats import t as student
 
     rng = np.random.default_rng(PLANNING_SEED)
     shape = (PLANNING_SESSIONS, n)
-    runs = rng.normal(0.0, run_drift, (2, PLANNING_SESSIONS, 1)) if run_drift else np.zeros(2)
+    drift_sd, between_sd = measured.run_drift, measured.between_sd
+    runs = rng.normal(0.0, drift_sd, (2, PLANNING_SESSIONS, 1)) if drift_sd else np.zeros(2)
     base = rng.normal(0.0, between_sd, shape) + runs[0]
-    cand = rng.normal(difference, between_sd, shape) + runs[1]
+    cand = rng.normal(measured.difference, between_sd, shape) + runs[1]
     mean_b, se_b, df_b = trimmed_t(base)
     mean_c, se_c, df_c = trimmed_t(cand)
     observed = mean_c - mean_b
-    workers, drift = se_b**2 + se_c**2, 2 * run_drift**2
+    workers, drift = se_b**2 + se_c**2, 2 * drift_sd**2
     se = np.sqrt(workers + drift)
     # Satterthwaite's rule over both parts, as compare's log_difference (a known drift has
     # infinite degrees of freedom: it adds variance, not uncertainty).
-    df = (workers + drift) ** 2 / (workers**2 / (df_b + df_c) + drift**2 / run_drift_df)
+    df = (workers + drift) ** 2 / (workers**2 / (df_b + df_c) + drift**2 / measured.run_drift_df)
     significant = observed / se > student.isf(alpha / 2, df)
     significant |= observed / se < -student.isf(alpha / 2, df)
     half = student.isf(alpha, df) * se
