@@ -5,7 +5,7 @@ making the session underpowered, and can still fail; a table is one machine's.""
 from __future__ import annotations
 
 import json
-import random
+import math
 from pathlib import Path
 
 import pytest
@@ -103,15 +103,18 @@ def test_a_table_is_one_machine_s_and_of_its_own_format(
         read_noise(path)
 
 
-def noisy_rounds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, spreads: list[float]) -> None:
-    """ab's rounds without processes: cell i's worker lands exp(N(0, spreads[i])) off."""
-    rng = random.Random(6)  # a draw whose sessions leave the noisy cell undecided
+def noisy_rounds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, swings: list[float]) -> None:
+    """ab's rounds without processes: cell i's baseline worker lands exp(+swings[i]) off in
+    even rounds and exp(-swings[i]) in odd ones, its candidate the other way round (a paired
+    log ratio of -2 swing, +2 swing, ...: centred on no change, whichever side goes first),
+    beside a small fixed wobble."""
 
     def fake_round(session: ab.Session, side: ab.Side, index: int) -> Path:
         record = run_at(f"2026-11-29T03:00:{index:02d}+00:00")
         record.cells = []
-        for i, spread in enumerate(spreads):
-            time = 1e-3 * (1 + rng.gauss(0, spread))
+        sign = (-1) ** index * (1 if side.name == "baseline" else -1)
+        for i, swing in enumerate(swings):
+            time = 1e-3 * math.exp(sign * swing + 0.001 * math.sin(7 * index + i))
             steady = Steady(median_s=time, samples_s=[time] * 3)
             record.cells.append(Cell(f"w{i}", {}, "numpy:eager", status="ok", steady=steady))
         path = tmp_path / f"{session.out_dir.name}-{side.name}-{index}.json"
@@ -134,7 +137,7 @@ def test_an_a_a_session_s_table_lets_the_next_session_pass_its_quiet_cells(
     """An A/A session measures the spreads (a quiet cell, a noisy one); the next session, on
     the same rounds' noise, passes with the noisy cell not gated, where without the table it
     is underpowered."""
-    noisy_rounds(monkeypatch, tmp_path, [0.005, 0.005, 0.2])
+    noisy_rounds(monkeypatch, tmp_path, [0.001, 0.001, 0.3])
     ticks = iter(float(t) for t in range(100))
     measured = ab.run_session(session(tmp_path, "aa"), lambda text: None, lambda: next(ticks))
     noise = noise_of(measured.rows, measured.rounds, ["stackwars", "ab"])
