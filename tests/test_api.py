@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 import stackwars
 from stackwars.errors import UsageError
+from stackwars.instruments.reproduce import plan as reproduce_plan
 from stackwars.service import api, execution
 
 FAULTY = str(Path(__file__).parent / "data" / "faulty_workloads.py")
@@ -55,3 +57,23 @@ def test_the_services_are_loaded_on_first_use() -> None:
     assert stackwars.run is execution.run
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         _ = stackwars.nope  # type: ignore[attr-defined]
+
+
+def test_reproduce_measures_an_edition_and_writes_its_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``stackwars.reproduce``, the path the command takes: an edition (here one tiny cells
+    part, on NumPy) measured into its folder with its findings; a resume at another scale
+    is refused with the fix."""
+    cells = next(part for part in reproduce_plan.TINY if part.kind == reproduce_plan.CELLS)
+    only = dataclasses.replace(cells, stacks="numpy:eager")
+    monkeypatch.setitem(reproduce_plan.SCALES, "tiny", (only,))
+    notes: list[str] = []
+    db = str(tmp_path / "db.sqlite")
+    done = stackwars.reproduce(tmp_path / "e", scale="tiny", db=db, on_note=notes.append)
+    assert done.not_run == [] and done.path == tmp_path / "e" / "edition.json"
+    assert done.findings.read_text(encoding="utf-8").startswith("#")
+    assert notes[0].startswith(f"edition {done.edition.id} (tiny) in {tmp_path / 'e'}")
+    assert [part.status for part in done.edition.parts] == ["done"]
+    with pytest.raises(UsageError, match="drop --scale"):
+        stackwars.reproduce(tmp_path / "e", scale="full", resume=True, db=db)

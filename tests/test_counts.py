@@ -15,7 +15,7 @@ from stackwars.frameworks.torch import running_peak
 from stackwars.report.comparison import comparison_json, comparison_notes
 from stackwars.results.comparison import FAIL, PASSED, Gate, decide
 from stackwars.results.counts import CountChange, count_changes
-from stackwars.results.schema import Cell, Compiles, Memory
+from stackwars.results.schema import Cell, Compiles, Memory, Program
 from stackwars.results.verdict import gate_settings, verdict_of
 from test_gate import REGRESSED, row, stackwars
 
@@ -67,8 +67,19 @@ def test_a_changed_count_fails_its_cell_only_when_asked_and_is_listed_always() -
         gate_settings(fail_on_count_change=True)
 
 
+def test_a_compiled_program_s_operations_and_flops_are_counts_of_the_gate() -> None:
+    baseline, candidate = workers(0), workers(0)
+    baseline[0].program = Program("stablehlo", 3, 2.0e6)
+    candidate[0].program = Program("stablehlo", 5, 2.5e6)
+    assert count_changes(baseline, candidate) == (
+        CountChange("operations in the compiled program", 3, 5),
+        CountChange("FLOPs the compiler estimates", 2_000_000, 2_500_000),
+    )
+
+
 INJECTED = [
     ("torch:compile", "REGRESS_RECOMPILE", "compilations in the second run"),
+    ("jax:jit", "REGRESS_EXTRA", "operations in the compiled program"),
     ("numpy:eager", "REGRESS_COPY", "bytes a call held at its peak"),
     ("torch:eager", "REGRESS_COPY", "bytes a call held at its peak"),
 ]

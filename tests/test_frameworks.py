@@ -153,6 +153,46 @@ def test_a_framework_without_accounting_says_none_and_does_not_call(
     assert framework.call_peak_bytes(lambda: pytest.fail("called")) is None
 
 
+def test_jax_jit_gives_the_program_it_compiles_and_eager_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deterministic gate's operation count: jax:jit's StableHLO for the arguments, the
+    same each time it is read, one operation more for a function with one more; jax:eager
+    has no program."""
+    framework = ready("jax", tmp_path, monkeypatch)
+    (a,) = framework.to_device([np.ones((8, 8), np.float32)])
+    plain, more = (
+        framework.prepare(lambda x: x @ x, "jit"),
+        framework.prepare(lambda x: x @ x + 1, "jit"),
+    )
+    framework.sync(plain(a))
+    first, again = framework.compiled_program(plain, [a]), framework.compiled_program(plain, [a])
+    assert first is not None and first == again and "stablehlo.dot_general" in first.text
+    other = framework.compiled_program(more, [a])
+    assert other is not None and "stablehlo.add" in other.text and other.text != first.text
+    assert framework.compiled_program(framework.prepare(lambda x: x @ x, "eager"), [a]) is None
+
+
+def test_tensorflow_gives_the_program_of_each_compiling_mode_and_eager_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tensorflow:xla's HLO and tensorflow:graph's op list, the same each time they are read;
+    none in eager."""
+    framework = ready("tensorflow", tmp_path, monkeypatch)
+    (a,) = framework.to_device([np.ones((8, 8), np.float32)])
+    xla, graph = (
+        framework.prepare(lambda x: x @ x, "xla"),
+        framework.prepare(lambda x: x @ x, "graph"),
+    )
+    framework.sync(xla(a))
+    framework.sync(graph(a))
+    hlo = framework.compiled_program(xla, [a])
+    assert hlo is not None and " dot(" in hlo.text and hlo == framework.compiled_program(xla, [a])
+    ops = framework.compiled_program(graph, [a])
+    assert ops is not None and "MatMul" in ops.text.split()
+    assert framework.compiled_program(framework.prepare(lambda x: x @ x, "eager"), [a]) is None
+
+
 @pytest.mark.parametrize("name", list(NATIVE))
 def test_unknown_mode_is_refused(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -10,6 +10,7 @@ them on several real Ray nodes (of different kinds, one leaving, the head restar
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shutil
 import signal
@@ -30,6 +31,7 @@ ray = pytest.importorskip("ray")
 
 from stackwars.cli import main  # noqa: E402 (after the skip: these import nothing of Ray)
 from stackwars.config import RunOptions  # noqa: E402
+from stackwars.instruments.reproduce import plan as reproduce_plan  # noqa: E402
 from stackwars.results import metadata, store  # noqa: E402
 from stackwars.results.schema import Cell, CellSpec  # noqa: E402
 from stackwars.runner import ray_executor, session  # noqa: E402
@@ -215,6 +217,35 @@ def test_behave_on_ray_stores_what_it_stores_here(cluster: str, tmp_path: Path) 
         ("boolean-mask", "works"),
         ("side-effect", "works"),
     ]
+
+
+@pytest.mark.slow
+def test_an_edition_on_ray_measures_each_kind_of_part_there(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``stackwars reproduce --executor ray``: a cells part, a probes part and a claims part
+    (the tiny edition's, on NumPy and jax.jit only) each measured on the cluster, the edition
+    done and its findings written."""
+    kinds = {part.kind: part for part in reproduce_plan.TINY}
+    cells = dataclasses.replace(kinds[reproduce_plan.CELLS], stacks="numpy:eager")
+    probes = dataclasses.replace(kinds[reproduce_plan.PROBES], stacks="numpy:eager")
+    claims = dataclasses.replace(
+        kinds[reproduce_plan.CLAIMS],
+        claims=("seed002-jit-poly-6x",),
+        claim_params=(("seed002-jit-poly-6x", ("n=64",)),),
+    )
+    monkeypatch.setitem(reproduce_plan.SCALES, "tiny", (cells, probes, claims))
+    out, db = tmp_path / "edition", tmp_path / "db.sqlite"
+    argv = ["reproduce", "--scale", "tiny", "--quiet", "--out", str(out), "--db", str(db)]
+    assert main([*argv, "--executor", "ray", "--ray-address", cluster]) == 0
+    edition = json.loads((out / "edition.json").read_text(encoding="utf-8"))
+    assert [part["status"] for part in edition["parts"]] == ["done"] * 3
+    results = store.Store(db)
+    measured = [results.load_run(part["run_id"]) for part in edition["parts"]]
+    assert measured[1].outcomes and measured[1].kind == "behave"
+    for record in (measured[0], measured[2]):
+        assert record.cells and all(c.node["executor"] == "ray" for c in record.cells)
+    assert "seed002-jit-poly-6x" in (out / "findings.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,15 +26,22 @@ from stackwars.instruments.reproduce.data import (
     EDITION_FORMAT,
     INTERRUPTED,
     NOT_RUN,
+    PartResult,
     read_edition,
 )
-from stackwars.instruments.reproduce.plan import CELLS, CLAIMS, FULL, TINY, parts_at
+from stackwars.instruments.reproduce.plan import CELLS, CLAIMS, FULL, TINY, Part, parts_at
 from stackwars.instruments.reproduce.render.evidence import Evidence
-from stackwars.instruments.reproduce.render.findings import evidence_sentences, findings_markdown
+from stackwars.instruments.reproduce.render.findings import (
+    cells_table,
+    evidence_sentences,
+    findings_markdown,
+    status_counts,
+)
 from stackwars.report.markdown_text import escape
 from stackwars.report.table import format_seconds
 from stackwars.results.schema import Cell
 from stackwars.results.store import Store
+from stackwars.service import api
 
 TINY_EDITION = Path(__file__).parent / "data" / "edition-tiny.json"
 
@@ -84,6 +92,9 @@ def test_a_memory_verdict_says_what_the_work_held_and_the_plan_predicted() -> No
     said = Evidence({"c": entry}, {}).why(claim)
     assert said == ("jax:jit: peak RSS 3.00 GiB, 1.00 GiB after imports, so the work held "
                     "2.00 GiB, the plan predicted 2.00 GiB")  # fmt: skip
+    split = {**entry, "first_run_peak_rss_bytes": 3 * 2**30, "timed_peak_rss_bytes": 2**31}
+    assert ("the first run's peak (the compiler's working memory included) 3.00 GiB, the "
+            "timed runs' 2.00 GiB") in Evidence({"c": split}, {}).why(claim)  # fmt: skip
 
 
 def test_a_failed_cell_s_evidence_is_its_reason() -> None:
@@ -178,7 +189,7 @@ def test_a_part_past_the_budget_is_listed_not_run_and_a_resume_with_more_runs_it
     assert [p.status for p in kept.parts] == [DONE] * 3 + [NOT_RUN] * (len(TINY) - 3)
     assert "time budget (100 s) was spent" in kept.parts[3].reason
     assert measured == [part.name for part in TINY[:3]]
-    resumed = service.with_budget(service.resume(path), 1000)
+    resumed = service.with_budget(service.resume_edition(path), 1000)
     service.measure(resumed, path, store, _no_reporter, clock=clock)
     assert measured[3:] == [part.name for part in TINY[3:]]
     assert [p.status for p in read_edition(path).parts] == [DONE] * len(TINY)
@@ -203,7 +214,7 @@ def test_parts_a_resume_measured_are_named_with_its_command_and_newer_commit(
     assert "Resumed" not in findings_markdown(read_edition(path))
     commit["commit"] = "b" * 40
     again = ["stackwars", "reproduce", "--resume", "--time-budget", "1000"]
-    resumed = service.with_budget(service.resume(path), 1000)
+    resumed = service.with_budget(service.resume_edition(path), 1000)
     service.measure(resumed, path, store, _no_reporter, clock=clock, command=again)
     kept = read_edition(path)
     assert [p.command for p in kept.parts] == [["stackwars"]] * 3 + [again] * (len(TINY) - 3)
@@ -298,7 +309,7 @@ def test_a_cells_part_continued_by_a_resume_names_both_sessions(
         service.measure(service.begin("tiny", 100, ["stackwars"]), path, store, _no_reporter)
     commit["commit"] = "b" * 40
     again = ["stackwars", "reproduce", "--resume"]
-    service.measure(service.resume(path), path, store, _no_reporter, command=again)
+    service.measure(service.resume_edition(path), path, store, _no_reporter, command=again)
     part = read_edition(path).part(cells.name)
     assert part is not None and part.status == DONE
     assert [session["source"]["commit"] for session in part.earlier] == ["a" * 40]
@@ -391,7 +402,7 @@ def test_the_budget_stops_a_probes_part_after_the_outcome_that_ends_past_it(
 
 def test_a_resume_without_an_edition_names_the_fix(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="start one with 'stackwars reproduce --out"):
-        service.resume(tmp_path / "edition.json")
+        service.resume_edition(tmp_path / "edition.json")
 
 
 def test_options_that_would_be_ignored_are_refused_with_the_fix(
@@ -414,11 +425,71 @@ def test_an_edition_from_another_machine_is_not_resumed(tmp_path: Path) -> None:
     path = tmp_path / "edition.json"
     edition.write(path)
     with pytest.raises(UsageError, match="begun on another machine"):
-        service.resume(path)
+        service.resume_edition(path)
 
 
 def _no_reporter(cells: int, stacks: Any) -> Any:
     raise AssertionError("the fake parts report nothing")
+
+
+class _Quiet:
+    def __enter__(self) -> _Quiet:
+        return self
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def start_cell(self, label: str) -> None: ...
+
+    def phase(self, text: str) -> None: ...
+
+    def end_cell(self, cell: Any) -> None: ...
+
+    def more(self, stacks: Any) -> None: ...
+
+
+def test_a_reusing_part_lists_what_an_earlier_part_measured_and_measures_the_rest(
+    tmp_path: Path,
+) -> None:
+    """The unified part's native cells are the models part's: a cell an earlier cells part
+    measured ok is listed with the part that measured it, and only the others get a worker
+    (one real NumPy worker here); a claims part's cells, or another input placement's, are
+    never taken, nor a cell that failed."""
+    ops = Part("ops", "seed 001", "q", CELLS, workload="gemm", params=("n=32",),
+               stacks="numpy:eager")  # fmt: skip
+    asks = Part("asks", "seed 001", "q", CLAIMS, claims=("x",))
+    per_call = replace(ops, name="per-call", inputs="per-call")
+    unified = replace(ops, name="unified", params=("n=32,48", "dtype=float32,float64"),
+                      reuse=True)  # fmt: skip
+    selection = api.Selection(workload="gemm", params=("n=32",), stacks="numpy:eager")
+    (spec,), _ = api.choose_cells(selection)
+    entry = {"cell": spec.label(), "workload": "gemm", "params": spec.params,
+             "stack": "numpy:eager", "device": "cpu", "to_host": False, "status": "ok",
+             "workers": 1, "steady_s": 1e-5}  # fmt: skip
+    failed = {**entry, "params": {**spec.params, "dtype": "float64"}, "status": "error"}
+    claimed = {**entry, "params": {"n": 48, "dtype": "float32"}}
+    earlier = [
+        PartResult("ops", "seed 001", "q", CELLS, DONE, run_id="r1", cells=[entry, failed]),
+        PartResult("asks", "seed 001", "q", CLAIMS, DONE, run_id="r2", cells=[claimed]),
+        PartResult("per-call", "seed 001", "q", CELLS, DONE, run_id="r3",
+                   cells=[{**claimed, "params": {"n": 48, "dtype": "float64"}}]),
+    ]  # fmt: skip
+    plan = {part.name: part for part in (ops, asks, per_call, unified)}
+    reusable = service._measured_before(unified, earlier, plan)
+    assert list(reusable.values()) == [{**entry, "measured_in": "ops", "run_id": "r1"}]
+    assert service._measured_before(ops, earlier, plan) == {}
+    kept = PartResult("unified", "seed 001", "q", CELLS)
+    context = service._Context(
+        Store(tmp_path / "db.sqlite"), lambda cells, stacks: _Quiet(), service.Where(),
+        "edition e: unified", [], True, 0.0, reusable=reusable,
+    )  # fmt: skip
+    service._cells(unified, kept, context)
+    measured = [cell for cell in kept.cells if "measured_in" not in cell]
+    assert sorted((c["params"]["n"], c["params"]["dtype"]) for c in measured) == [
+        (32, "float64"), (48, "float32"), (48, "float64")
+    ]  # fmt: skip
+    assert [cell["measured_in"] for cell in kept.cells if "measured_in" in cell] == ["ops"]
+    assert "(1 of them measured by ops)" in status_counts(kept)
+    assert "1 worker, measured by part ops" in "\n".join(cells_table(kept.cells))
 
 
 @pytest.mark.slow
@@ -471,3 +542,36 @@ def test_the_tiny_edition_runs_end_to_end_from_another_folder(tmp_path: Path) ->
     subprocess.run(report, cwd=tmp_path, check=True, capture_output=True, env=environment)
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "What stackwars found" in page and "seed002-jit-poly-6x-per-call" in page
+
+
+def test_a_part_interrupted_with_another_store_keeps_its_cells_and_measures_the_rest(
+    tmp_path: Path,
+) -> None:
+    """An edition file resumed where its store is not (a new machine of the same kind): the
+    interrupted part's cells stay as measured, naming their run, and a new run measures only
+    the cells it lacks; a cut of that run keeps both."""
+    part = Part("ops", "seed 001", "q", CELLS, workload="gemm", params=("n=32,48",),
+                stacks="numpy:eager")  # fmt: skip
+    (first, _), _ = api.choose_cells(_selection(part))
+    entry = {"cell": first.label(), "workload": "gemm", "params": first.params,
+             "stack": "numpy:eager", "device": "cpu", "to_host": False, "status": "ok",
+             "workers": 1, "steady_s": 1e-5}  # fmt: skip
+    kept = PartResult("ops", "seed 001", "q", CELLS, INTERRUPTED, run_id="gone", cells=[entry])
+    store = Store(tmp_path / "db.sqlite")
+    context = service._Context(
+        store, lambda cells, stacks: _Quiet(), service.Where(), "edition e: ops", [], True, 0.0,
+        resumed="gone",
+    )  # fmt: skip
+    service._cells(part, kept, context)
+    assert kept.run_id in store.run_ids()
+    assert kept.cells[0] == {**entry, "run_id": "gone"}
+    assert [cell["params"]["n"] for cell in kept.cells[1:]] == [48]
+    assert len(store.load_run(kept.run_id).cells) == 1
+    service._cut(kept, store, "interrupted")
+    assert [(cell["params"]["n"], cell.get("run_id")) for cell in kept.cells] == [
+        (32, "gone"), (48, None)
+    ]  # fmt: skip
+
+
+def _selection(part: Part) -> api.Selection:
+    return api.Selection(workload=part.workload, params=part.params, stacks=part.stacks)

@@ -38,6 +38,20 @@ def test_a_correct_cell_is_ok(tmp_path: Path) -> None:
     assert cell.parity.ok
     assert cell.steady.median_s is not None and cell.steady.median_s > 0
     assert cell.memory.peak_rss_bytes and cell.memory.peak_tree_rss_bytes
+    first, timed = cell.memory.first_run_peak_rss_bytes, cell.memory.timed_peak_rss_bytes
+    assert first and timed and max(first, timed) <= cell.memory.peak_rss_bytes
+
+
+@pytest.mark.slow
+def test_the_first_run_s_peak_is_told_apart_from_the_timed_runs(tmp_path: Path) -> None:
+    """A first call that holds 256 MiB for a moment (as a compiler's working memory does):
+    the first run's peak has it, the timed runs' after it does not, the process's has it."""
+    cell = run_in_worker(request("big-first", tmp_path), timeout_s=60, budget_bytes=2**31)
+    assert cell.status == "ok", cell.reason
+    first, timed = cell.memory.first_run_peak_rss_bytes, cell.memory.timed_peak_rss_bytes
+    assert first is not None and timed is not None
+    assert first - timed >= 200 * 2**20, (first, timed)
+    assert cell.memory.peak_rss_bytes is not None and cell.memory.peak_rss_bytes >= first
 
 
 @pytest.mark.slow

@@ -1,38 +1,71 @@
 """Cheap rounds (issue 54), rendered from the sessions that measured them: for each design of
-a round, an A/A `stackwars ab` session with fixed rounds and its noise table, side by side.
+a round, an A/A `stackwars ab` session with fixed rounds, its noise table and what its workers
+cost, side by side.
 
+    python benchmarks/power/render_rounds.py --costs DIR    # once, from the sessions' rounds
     python benchmarks/power/render_rounds.py DIR
 
 ``DIR`` holds, per design NAME (``sequential``: the sides one after the other, as ab always
-ran them; ``duet``: both at once on a core each), ``NAME.json`` (the session's ``--json``) and
-``NAME-noise.json`` (its ``--write-noise``). Prints Markdown: per design the rounds, the
-session's seconds and a round's, then per cell each design's paired spread (the standard
-deviation of a round's log ratio) and the rounds it needs to be shown within 10 % at one look
-(``timing/sequential.py``'s ``rounds_to_pass``), and what that costs in seconds at the
-design's round time: the design that decides a cell fastest is the one with the fewest
-seconds. docs/evidence.md holds its output between ``rendered`` markers, and
-tests/test_rendered_docs.py renders it again.
+ran them; ``duet``: both at once on a core each), ``NAME.json`` (the session's ``--json``),
+``NAME-noise.json`` (its ``--write-noise``) and ``NAME-costs.json``, which ``--costs`` writes
+from the session's round files (``NAME-rounds/``, its ``--out``, too large to keep): per cell
+the mean wall time of its workers, the whole worker from start to exit.
+
+Prints Markdown: per design the rounds, the session's seconds and a round's; per cell each
+design's paired spread (the standard deviation of a round's log ratio), the rounds it needs to
+be shown within 10 % at one look (``timing/sequential.py``'s ``rounds_to_pass``) and its
+workers' wall time; then, per group of stacks a gate could be given, what a round of those
+cells costs (both sides' workers, one after the other, or the longer side in a duet) and how
+many seconds the noisiest of them needs to decide. docs/evidence.md holds its output between
+``rendered`` markers, and tests/test_rendered_docs.py renders it again.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 import sys
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from stackwars.results.comparison import label
+from stackwars.results.schema import Cell
 from stackwars.timing.sequential import rounds_to_pass
 
 PASS_LIMIT = 0.10  # the gate's default --pass-below
 ALPHA = 0.05
 DESIGNS = ("sequential", "duet")
+SIDES = ("baseline", "candidate")
+# Groups of the quick suite's stacks a gate could be given, cheapest imports first.
+GROUPS = {
+    "numpy, jax, torch:eager": ("numpy:eager", "jax:eager", "jax:jit", "torch:eager"),
+    "and torch:compile, torchax": ("torch:compile", "torch:xla"),
+    "and TensorFlow, torch_xla": (
+        "tensorflow:eager", "tensorflow:graph", "tensorflow:xla", "torch-xla:lazy"
+    ),
+}  # fmt: skip
 
 
-def load(folder: Path, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    session = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
-    noise = json.loads((folder / f"{name}-noise.json").read_text(encoding="utf-8"))
-    return session, noise
+def load(folder: Path, name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    def read(suffix: str) -> dict[str, Any]:
+        return json.loads((folder / f"{name}{suffix}.json").read_text(encoding="utf-8"))
+
+    return read(""), read("-noise"), read("-costs")
+
+
+def write_costs(folder: Path, name: str) -> None:
+    """``NAME-costs.json``: each cell's mean worker wall time over every round and side."""
+    walls: dict[str, list[float]] = defaultdict(list)
+    for path in sorted((folder / f"{name}-rounds").glob("*-[0-9][0-9].json")):
+        for data in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            cell = Cell.from_dict(data)
+            if cell.wall_s is not None:
+                walls[label(cell)].append(cell.wall_s)
+    cells = {cell: {"wall_s": statistics.fmean(w), "workers": len(w)} for cell, w in walls.items()}
+    text = json.dumps({"format": 1, "cells": cells}, indent=1, sort_keys=True) + "\n"
+    (folder / f"{name}-costs.json").write_text(text, encoding="utf-8")
 
 
 def render(folder: Path) -> str:
@@ -46,27 +79,63 @@ def render(folder: Path) -> str:
         "| design | rounds | session | a round |",
         "| --- | ---: | ---: | ---: |",
     ]
-    per_round = {}
-    for name, (session, _) in found.items():
+    for name, (session, _, _) in found.items():
         rounds, elapsed = session["session"]["rounds"], session["session"]["elapsed_s"]
-        per_round[name] = elapsed / rounds
-        lines.append(f"| {name} | {rounds} | {elapsed:.0f} s | {per_round[name]:.0f} s |")
-    header = " | ".join(f"{name}: spread, rounds, seconds" for name in found)
+        lines.append(f"| {name} | {rounds} | {elapsed:.0f} s | {elapsed / rounds:.0f} s |")
+    header = " | ".join(f"{name}: spread, rounds, a worker" for name in found)
     lines += ["", f"| cell | {header} |", "| --- |" + " ---: |" * len(found)]
-    cells = dict.fromkeys(label for _, noise in found.values() for label in noise["cells"])
-    for label in cells:
+    needed = {name: _needed(noise) for name, (_, noise, _) in found.items()}
+    walls = {name: _walls(costs) for name, (_, _, costs) in found.items()}
+    for cell in dict.fromkeys(c for _, noise, _ in found.values() for c in noise["cells"]):
         texts = []
-        for name, (_, noise) in found.items():
-            measured = noise["cells"].get(label)
-            if measured is None:
-                texts.append("not measured")
-                continue
-            needed = rounds_to_pass(measured["spread"], math.log1p(PASS_LIMIT), ALPHA)
-            seconds = needed * per_round[name]
-            texts.append(f"{measured['spread'] * 100:.1f} %, {needed}, {seconds:.0f} s")
-        lines.append(f"| {label} | " + " | ".join(texts) + " |")
-    return "\n".join(lines) + "\n"
+        for name, (_, noise, _) in found.items():
+            measured = noise["cells"].get(cell)
+            spread = f"{measured['spread'] * 100:.1f} %" if measured else "not measured"
+            wall = walls[name].get(cell)
+            worker = f"{wall:.1f} s" if wall is not None else "–"
+            texts.append(f"{spread}, {needed[name].get(cell, '–')}, {worker}")
+        lines.append(f"| {cell} | " + " | ".join(texts) + " |")
+    return "\n".join([*lines, "", *_groups(found, needed, walls)]) + "\n"
+
+
+def _needed(noise: dict[str, Any]) -> dict[str, int]:
+    margin = math.log1p(PASS_LIMIT)
+    return {c: rounds_to_pass(m["spread"], margin, ALPHA) for c, m in noise["cells"].items()}
+
+
+def _walls(costs: dict[str, Any]) -> dict[str, float]:
+    return {cell: data["wall_s"] for cell, data in costs["cells"].items()}
+
+
+def _groups(
+    found: dict[str, tuple[dict[str, Any], ...]],
+    needed: dict[str, dict[str, int]],
+    walls: dict[str, dict[str, float]],
+) -> list[str]:
+    """Per group of stacks (each adding to the ones before): what a round of its cells costs
+    in each design, from that design's own workers (sequential: both sides' workers in turn;
+    duet: the sides at once, each on its core), and the seconds its noisiest cell needs."""
+    header = " | ".join(f"{name}: a round, rounds, to decide" for name in found)
+    lines = [f"| stacks | cells | {header} |", "| --- | ---: |" + " ---: |" * len(found)]
+    stacks: tuple[str, ...] = ()
+    for group, more in GROUPS.items():
+        stacks += more
+        texts, count = [], 0
+        for name in found:
+            cells = [c for c in walls[name] if any(f" {stack} " in c for stack in stacks)]
+            one_side = sum(walls[name][c] for c in cells)
+            cost = 2 * one_side if name == "sequential" else one_side
+            most = max((needed[name].get(c, 0) for c in cells), default=0)
+            texts.append(f"{cost:.0f} s, {most}, {cost * most:.0f} s")
+            count = len(cells)
+        lines.append(f"| {group} | {count} | " + " | ".join(texts) + " |")
+    return lines
 
 
 if __name__ == "__main__":
-    sys.stdout.write(render(Path(sys.argv[1])))
+    if sys.argv[1] == "--costs":
+        for design in DESIGNS:
+            if (Path(sys.argv[2]) / f"{design}-rounds").is_dir():
+                write_costs(Path(sys.argv[2]), design)
+    else:
+        sys.stdout.write(render(Path(sys.argv[1])))

@@ -2,9 +2,9 @@
 execution mode, measured honestly.
 
 The public Python API is what this module exports; everything else is private. ``run``
-(``stackwars.service.execution``), ``compare`` and ``history`` (``stackwars.service.api``) and
-``measure`` (in-process timing) are loaded on first use, so that worker processes, which
-import this package, do not pay for them.
+(``stackwars.service.execution``), ``compare`` and ``history`` (``stackwars.service.api``),
+``measure`` (in-process timing) and ``reproduce`` (the seeds as one edition) are loaded on
+first use, so that worker processes, which import this package, do not pay for them.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from stackwars.version import __version__
 from stackwars.workloads import Param, Work, Workload, load_workload_file, register, registry
 
 if TYPE_CHECKING:  # for type checkers; at run time __getattr__ loads them on first use
+    from stackwars.instruments.reproduce.service import reproduce
     from stackwars.service.api import Measure, Selection, compare, history
     from stackwars.service.execution import run
     from stackwars.service.inprocess import InProcessResult, measure
@@ -32,6 +33,10 @@ def __getattr__(name: str) -> Any:
         from stackwars.service import execution
 
         return execution.run
+    if name == "reproduce":
+        from stackwars.instruments.reproduce import service as edition
+
+        return edition.reproduce
     if name in _SERVICES:
         from stackwars.service import api
 
@@ -50,6 +55,7 @@ __all__ = [  # noqa: RUF022 (grouped: services first, resolved by __getattr__)
     "compare",
     "history",
     "measure",
+    "reproduce",
     "run",
     "FRAMEWORKS",
     "SCHEMA_VERSION",

@@ -65,6 +65,22 @@ def _right(x: Any) -> Any:
     return x * 2
 
 
+FIRST_RUN_MIB = 256  # what big-first's first call holds at once
+_FIRST = [True]
+
+
+def _big_first(x: Any) -> Any:
+    """The first call holds FIRST_RUN_MIB at once for a moment, as a compiler's working
+    memory does in a first run; later calls hold nothing more."""
+    import numpy as np
+
+    if _FIRST[0]:
+        _FIRST[0] = False
+        scratch = np.ones(FIRST_RUN_MIB * 2**20 // 8)  # written, so resident
+        del scratch
+    return x * 2
+
+
 for _name, _body in (
     ("fails", _raise),
     ("crashes", _crash),
@@ -72,5 +88,6 @@ for _name, _body in (
     ("hogs", _hog),
     ("wrong", _wrong),
     ("doubles", _right),
+    ("big-first", _big_first),
 ):
     _faulty(_name, _body)

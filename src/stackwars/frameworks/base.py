@@ -57,6 +57,9 @@ Contract (checked for every registered framework by ``tests/test_frameworks.py``
   operations: the dependent chain ``stackwars selftest`` times to prove that ``sync`` waits.
 * ``gemm_call(a, b)`` returns a call computing ``a @ b`` on two device arrays as fast as the
   framework does it: what ``stackwars env --peak`` times as this framework's GEMM.
+* ``compiled_program(fn, args)`` returns the program the mode's compiler is given for the
+  prepared ``fn`` on ``args`` (its text and the compiler's estimate of a call's FLOPs), read
+  after the timed runs without running it; None where the mode has none (eager modes).
 * ``stream_kernels(elements, scalar)`` returns STREAM's kernels (copy, scale, add, triad) on
   float64 device arrays, each writing into an existing array; ``{}`` when the framework cannot
   write into an existing array (the peak then measures no bandwidth with it).
@@ -116,6 +119,15 @@ class Profiler:
     profiler: str
     blind_spots: str
     environment: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class CompiledProgram:
+    """What a mode's compiler is given for a function: its text (StableHLO, HLO, an op list)
+    and the compiler's own estimate of the FLOPs one call does (None where it gives none)."""
+
+    text: str
+    flops: float | None = None
 
 
 @dataclass(frozen=True)
@@ -431,6 +443,17 @@ class Framework(ABC):
         them: the accounting slows the call. A count, not a time, so that an extra copy a change
         adds is seen in one round (results/counts.py)."""
         del call
+        return None
+
+    def compiled_program(
+        self, fn: Callable[..., Any], args: Sequence[Any]
+    ) -> CompiledProgram | None:
+        """The program the mode's compiler is given for ``fn`` (as ``prepare`` returned it)
+        on ``args``, read after the timed runs without calling ``fn`` (lowered again from the
+        traces it keeps); None where the mode has none to read (the default). Counted by the
+        worker, it is the deterministic gate's operation count (results/counts.py): an
+        operation a change adds or removes is seen in one round, with no timing involved."""
+        del fn, args
         return None
 
     def device_memory_stats(self) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from typing import Any
 from stackwars.frameworks import FRAMEWORKS, distribution_version
 from stackwars.frameworks.base import (
     DEVICE_KINDS,
+    CompiledProgram,
     DeviceMemory,
     DeviceSupport,
     Framework,
@@ -267,6 +268,21 @@ class JaxFramework(Framework):
 
     def compile_count(self) -> int:
         return _EVENTS.counts[COMPILE_EVENT]
+
+    def compiled_program(
+        self, fn: Callable[..., Any], args: Sequence[Any]
+    ) -> CompiledProgram | None:
+        """jax:jit's StableHLO for these arguments, lowered again from jit's trace cache
+        (nothing compiled), and XLA's cost analysis of it; None for jax:eager."""
+        lower = getattr(fn, "lower", None)
+        if lower is None:
+            return None
+        lowered = lower(*args)
+        cost = lowered.cost_analysis()
+        if isinstance(cost, list):  # older jax: one dict per computation
+            cost = cost[0] if cost else None
+        flops = cost.get("flops") if isinstance(cost, dict) else None
+        return CompiledProgram(lowered.as_text(), None if flops is None else float(flops))
 
     def first_call(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
         self._seconds_before = dict(_EVENTS.seconds)

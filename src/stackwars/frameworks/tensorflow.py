@@ -27,6 +27,7 @@ from typing import Any
 
 from stackwars.frameworks import FRAMEWORKS, distribution_version
 from stackwars.frameworks.base import (
+    CompiledProgram,
     DeviceMemory,
     DeviceSupport,
     Framework,
@@ -300,6 +301,19 @@ class TensorflowFramework(Framework):
 
     def fallbacks(self) -> list[str]:
         return list(_AUTOGRAPH.seen)
+
+    def compiled_program(
+        self, fn: Callable[..., Any], args: Sequence[Any]
+    ) -> CompiledProgram | None:
+        """tensorflow:xla's HLO for these arguments (converted from the traced graph, not
+        compiled); tensorflow:graph's graph as its list of operation types; None in eager."""
+        mode, function = self._modes.get(id(fn), ("eager", fn))
+        if mode == "eager":
+            return None
+        if mode == "xla":
+            return CompiledProgram(function.experimental_get_compiler_ir(*args)(stage="hlo"))
+        graph = function.get_concrete_function(*args).graph
+        return CompiledProgram("\n".join(op.type for op in graph.get_operations()) + "\n")
 
     def first_call(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
         import time

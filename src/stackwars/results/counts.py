@@ -13,15 +13,20 @@ and is not compared. What the cells record and is compared here:
 * the bytes one call held at its peak, as the framework's allocation accounting sees them, in
   an untimed call after the timed runs (``Framework.call_peak_bytes``: NumPy's arrays through
   tracemalloc, PyTorch's CPU allocator through its profiler's memory records): an extra copy
-  injected into the call adds its size.
+  injected into the call adds its size;
+* the operations of the program the compiler is given and its estimate of a call's FLOPs,
+  read after the timed runs (``Framework.compiled_program``: jax:jit's StableHLO with XLA's
+  cost analysis, tensorflow:xla's HLO, tensorflow:graph's operations): an operation a change
+  adds moves the first, more work the second (where the compiler estimates it).
 
 Not compared, with why: the peak bytes of a call on stacks whose framework keeps no accounting
 of its allocations on the device (XLA's CPU client, TensorFlow, torch_xla; a compiler may also
-remove a copy, which then costs nothing), HLO operation counts (captured only with
---capture-ir, and not per round), user-space instruction counts (``perf stat -e
-instructions:u true`` printed ``<not supported>`` on the project's AMD EPYC virtual machine,
-2026-11-28: the hypervisor exposes no hardware counters), page faults per call (an allocator
-that reuses its pages hides an extra copy, so their change is not a whole step).
+remove a copy, which then costs nothing), the programs of the other compiling modes (not
+read yet: torch.compile's, torchax's and torch_xla's), user-space instruction counts
+(``perf stat -e instructions:u true`` printed ``<not supported>`` on the project's AMD EPYC
+virtual machine, 2026-11-28: the hypervisor exposes no hardware counters), page faults per
+call (an allocator that reuses its pages hides an extra copy, so their change is not a whole
+step).
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ COUNTS: tuple[tuple[str, Callable[[Cell], int | None]], ...] = (
     ("compilations in the second run", lambda cell: cell.compiles.second_run),
     ("compilations in steady state", lambda cell: cell.compiles.steady),
     ("bytes a call held at its peak", lambda cell: cell.memory.call_peak_bytes),
+    ("operations in the compiled program", lambda cell: cell.program.operations),
+    ("FLOPs the compiler estimates", lambda cell: _whole(cell.program.flops)),
 )
 
 
@@ -60,6 +67,10 @@ def count_changes(baseline: Sequence[Cell], candidate: Sequence[Cell]) -> tuple[
         if before is not None and after is not None and before != after:
             changes.append(CountChange(what, before, after))
     return tuple(changes)
+
+
+def _whole(value: float | None) -> int | None:
+    return None if value is None else round(value)
 
 
 def _one_value(cells: Sequence[Cell], read: Callable[[Cell], int | None]) -> int | None:

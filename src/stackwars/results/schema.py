@@ -37,7 +37,12 @@ History of SCHEMA_VERSION:
   worker found them, in the Python environment it ran in); (2026-11-29)
   ``memory.call_peak_bytes`` (the most one untimed call after the timed runs held at once
   beyond what was held before it, as the framework's allocation accounting sees it:
-  ``Framework.call_peak_bytes``; null where the framework keeps none).
+  ``Framework.call_peak_bytes``; null where the framework keeps none), cell ``program``
+  (the program the mode's compiler was given, read after the timed runs: its dialect, its
+  operations and the compiler's estimate of a call's FLOPs; nulls where there is none),
+  ``memory.first_run_peak_rss_bytes`` and ``memory.timed_peak_rss_bytes`` (the worker's peak
+  resident set up to the end of the first run, and from then to the end of the timed runs;
+  null where the kernel's high-water mark cannot be reset).
 * 2 (2026-11-23): cell ``node``, the machine the cell ran on (``--executor ray`` runs cells on
   several): executor, host name, machine fingerprint with the CPU model, cores, memory and
   accelerators it is made of, and the library versions installed there (empty in version-1
@@ -174,6 +179,12 @@ class Memory:
     # What one more call held at most beyond what was there before it, as the framework's own
     # allocation accounting sees it (frameworks/base.py: Framework.call_peak_bytes).
     call_peak_bytes: int | None = None
+    # The worker's peak resident set up to the end of the first run (import, inputs, trace,
+    # the compiler's own working memory, the first execution), and from then to the end of the
+    # timed runs (what the work holds while it runs again): the kernel's high-water mark, read
+    # and reset after the first run (runner/high_water.py); None where it cannot be reset.
+    first_run_peak_rss_bytes: int | None = None
+    timed_peak_rss_bytes: int | None = None
 
 
 @dataclass
@@ -209,6 +220,18 @@ class WorkCounts:
     bytes: float | None = None
 
 
+@dataclass
+class Program:
+    """What the mode's compiler was given for the cell's function, read once after the timed
+    runs (``Framework.compiled_program``): its dialect, how many operations it holds
+    (``ir/analyse.py``'s count) and the compiler's own estimate of a call's FLOPs; all None
+    where the mode has no program to read (eager modes) or gives no estimate."""
+
+    dialect: str | None = None
+    operations: int | None = None
+    flops: float | None = None
+
+
 def reason_headline(reason: str) -> str:
     """What a table shows of a cell's reason: its part before the first blank line (the
     details after it stay in the cell), on one line."""
@@ -240,6 +263,7 @@ class Cell:
     cpu: Cpu = field(default_factory=Cpu)
     parity: Parity = field(default_factory=Parity)
     work: WorkCounts = field(default_factory=WorkCounts)
+    program: Program = field(default_factory=Program)
     gflops: float | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -277,6 +301,7 @@ class Cell:
             "cpu": Cpu,
             "parity": Parity,
             "work": WorkCounts,
+            "program": Program,
             "warm_start": WarmStart,
         }
         known = {f.name for f in dataclasses.fields(cls)}

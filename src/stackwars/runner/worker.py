@@ -28,9 +28,12 @@ from stackwars.frameworks import (
     load_framework,
 )
 from stackwars.frameworks.base import DeviceUnavailable, Framework, RunSettings
-from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Steady, WorkCounts
+from stackwars.ir.analyse import analyse
+from stackwars.ir.normalise import normalise
+from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Program, Steady, WorkCounts
 from stackwars.runner.child import ProgressWriter, serve
 from stackwars.runner.failure import error_reason
+from stackwars.runner.high_water import high_water_bytes, reset_high_water
 from stackwars.runner.protocol import Request
 from stackwars.runner.speed_mode import speed_mode_facts
 from stackwars.timing.quality import measurement_warnings
@@ -180,6 +183,7 @@ class CellRun:
         self.workload = workloads.get(spec.workload)
         self.params = self.workload.resolve(spec.params)
         self.prepared: Prepared | None = None
+        self.first_run_peak: int | None = None  # the high-water mark reset after the first run
 
     def run(self) -> Cell:
         try:
@@ -189,8 +193,20 @@ class CellRun:
         except Exception as exc:
             failed = classify(exc)
             self.cell.status, self.cell.reason = failed.status, failed.reason
-        self.cell.memory.peak_rss_bytes = peak_rss_bytes()
+        self.cell.memory.peak_rss_bytes = self._process_peak()
         return self.cell
+
+    def _process_peak(self) -> int:
+        """The whole process's peak: its two parts' larger when the mark was reset."""
+        return max(peak_rss_bytes(), self.first_run_peak or 0)
+
+    def _first_run_ended(self, framework: Framework, total_s: float) -> None:
+        """The first run's phases, and its peak resident set, the mark then reset so that
+        the timed runs' peak is their own (runner/high_water.py)."""
+        self.cell.first_run_breakdown.update(framework.first_run_phases(total_s))
+        peak = high_water_bytes()
+        if peak is not None and reset_high_water():
+            self.first_run_peak = self.cell.memory.first_run_peak_rss_bytes = peak
 
     def _run(self) -> None:
         spec = self.request.cell
@@ -233,13 +249,31 @@ class CellRun:
         prepared, bound = self._prepare(framework, builder(self.params), inputs, settings)
         self.prepared = prepared
         measurement = self._measure(prepared)
+        if self.first_run_peak is not None:
+            self.cell.memory.timed_peak_rss_bytes = high_water_bytes()
         self._record(framework, measurement)
-        self.cell.memory.peak_rss_bytes = peak_rss_bytes()
+        self.cell.memory.peak_rss_bytes = self._process_peak()
         self.progress("counting one call's allocations", True)
         call, _, sync = self._calls(prepared)
         self.cell.memory.call_peak_bytes = framework.call_peak_bytes(lambda: sync(call()))
+        self.progress("reading the compiled program", True)
+        self._read_program(framework, prepared)
         self.progress("parity against the reference", True)
         self._check_parity(framework, prepared.fn, prepared.args, inputs, bound)
+
+    def _read_program(self, framework: Framework, prepared: Prepared) -> None:
+        """The program's dialect, operations and FLOPs (Cell.program); one that cannot be read
+        is a warning, not a failure: the timed runs stand."""
+        try:
+            program = framework.compiled_program(prepared.fn, prepared.args)
+        except Exception as exc:  # the framework's own error, whatever its type
+            self.cell.warnings.append(f"the compiled program could not be read: {exc!r}")
+            return
+        if program is not None:
+            found = analyse(normalise(program.text))
+            # A StableHLO call is counted once more under its callee's name: not twice here.
+            ops = sum(n for op, n in found.ops.items() if not op.startswith("call @"))
+            self.cell.program = Program(found.dialect, ops, program.flops)
 
     def _x64_from_inputs(
         self, framework: Framework, settings: RunSettings
@@ -305,14 +339,14 @@ class CellRun:
         return prepared.call, lambda: framework.first_call(fn, prepared.arguments()), framework.sync
 
     def _measure(self, prepared: Prepared) -> Measurement:
-        phases, framework = self.cell.first_run_breakdown, prepared.framework
+        framework = prepared.framework
         call, first, sync = self._calls(prepared)
         timer = Timer(
             call,
             sync,
             config=self.request.timing,
             first_call=first,
-            on_first_run=lambda total: phases.update(framework.first_run_phases(total)),
+            on_first_run=lambda total: self._first_run_ended(framework, total),
             compile_count=framework.compile_count,
             counters=framework.counters,
             measure_latency=framework.is_async() and not self.request.cell.to_host,

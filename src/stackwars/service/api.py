@@ -13,7 +13,7 @@ prints: progress goes to the ``Reporter`` given, and every failure a user can ca
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from stackwars.frameworks import (
 )
 from stackwars.results import metadata, store
 from stackwars.results.run import Run, new_run_id, now, owner_alive, this_process
-from stackwars.results.schema import Cell, CellSpec
+from stackwars.results.schema import Cell, CellKey, CellSpec
 from stackwars.runner import executors, plan, session
 
 # Re-exported (the imports marked F401): IR captures (a run's, claims', stackwars ir's), the
@@ -67,11 +67,17 @@ class PlannedRun:
 
 
 def plan_run(
-    selection: Selection, measure: Measure, argv: Sequence[str] = (), label: str = ""
+    selection: Selection,
+    measure: Measure,
+    argv: Sequence[str] = (),
+    label: str = "",
+    leave_out: Collection[CellKey] = frozenset(),
 ) -> PlannedRun:
     """A new run of the cells selected, planned (nothing measured yet); ``label`` names it in
-    ``runs`` and comparisons."""
+    ``runs`` and comparisons. A selected cell whose key ``leave_out`` holds is not planned
+    (an edition's part whose cell an earlier part measured)."""
     chosen, suite = choose_cells(selection)
+    chosen = [spec for spec in chosen if spec.key() not in leave_out]
     options = run_options(measure, selection.device, suite, selection.workload_files)
     return plan_cells(chosen, options, measure, argv, label)
 

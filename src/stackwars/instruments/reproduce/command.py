@@ -13,17 +13,18 @@ from rich.text import Text
 from stackwars.commands.options import Subparsers, add_db, add_executor
 from stackwars.errors import UsageError
 from stackwars.instruments.reproduce import service
-from stackwars.instruments.reproduce.data import DONE, Edition, read_edition
+from stackwars.instruments.reproduce.data import read_edition
 from stackwars.instruments.reproduce.plan import SCALES
 from stackwars.instruments.reproduce.render.findings import findings_markdown
 from stackwars.report.console import report_console
 from stackwars.report.progress import Progress
 from stackwars.results.jsonio import write_atomically
-from stackwars.service import api
 
 EXAMPLES = """\
 examples:
-  stackwars reproduce                          the full edition (about 3 hours on 2 cores)
+  stackwars reproduce                          the edition within a 3-hour budget (on 2
+                                               cores the whole needs more: the parts left
+                                               out are listed, and --resume runs them)
   stackwars reproduce --scale tiny             each kind of experiment once, at test size
   stackwars reproduce --resume                 go on after an interrupt, in --out's folder
   stackwars reproduce --render edition/edition.json --markdown findings.md
@@ -67,7 +68,11 @@ def add_reproduce(subparsers: Subparsers) -> None:
         help="folder for edition.json and findings.md (default: stackwars-edition)",
     )
     parser.add_argument(
-        "--resume", action="store_true", help="go on with --out's edition from its first part"
+        "--resume",
+        action="store_true",
+        help="go on with --out's edition from its first part not done; where --db lacks an "
+        "interrupted part's run (a copy of the edition on another machine of the same kind), "
+        "the cells its file holds are kept and only the others measured",
     )
     parser.add_argument(
         "--render", metavar="EDITION", help="render an edition file's findings; measure nothing"
@@ -100,11 +105,6 @@ def reproduce(args: argparse.Namespace, argv: list[str]) -> int:
     if args.earlier:
         raise UsageError("--earlier lists earlier editions in rendered findings: use it with "
                          "--render EDITION")  # fmt: skip
-    out = Path(args.out)
-    path = service.edition_path(out)
-    edition = _resumed(args, path) if args.resume else _begun(args, argv)
-    results = api.open_store(args.db)
-    where = service.Where(args.executor, args.ray_address, tuple(args.ray_resource))
 
     @contextmanager
     def progress(cells: int, stacks: Sequence[str]) -> Iterator[Progress]:
@@ -115,32 +115,15 @@ def reproduce(args: argparse.Namespace, argv: list[str]) -> int:
         if not args.quiet:
             console.print(Text(text))
 
-    console.print(Text(f"edition {edition.id} ({edition.scale}) in {out}; runs in {results.path}"))
-    finished = service.measure(
-        edition, path, results, progress, where=where, on_note=note, command=_command(argv)
-    )
-    markdown = Path(args.markdown) if args.markdown else out / "findings.md"
-    write_atomically(markdown, findings_markdown(finished, size_bytes=path.stat().st_size))
-    left = [f"{p.name} ({p.reason})" for p in finished.parts if p.status != DONE]
-    console.print(Text(f"findings: {markdown}; edition: {path}"))
-    if left:
-        console.print(Text("not run: " + "; ".join(left)))
+    done = service.reproduce(
+        args.out, scale=args.scale, budget_s=args.time_budget, resume=args.resume, db=args.db,
+        executor=args.executor, ray_address=args.ray_address, ray_resources=args.ray_resource,
+        reporter_for=progress, on_note=note, markdown=args.markdown, command=_command(argv),
+    )  # fmt: skip
+    console.print(Text(f"findings: {done.findings}; edition: {done.path}"))
+    if done.not_run:
+        console.print(Text("not run: " + "; ".join(done.not_run)))
     return 0
-
-
-def _resumed(args: argparse.Namespace, path: Path) -> Edition:
-    edition = service.with_budget(service.resume(path), args.time_budget)
-    if args.scale not in (None, edition.scale):
-        raise UsageError(
-            f"the edition in {path.parent} is at --scale {edition.scale} and a resume keeps "
-            "it: drop --scale, or start another edition with another --out"
-        )
-    return edition
-
-
-def _begun(args: argparse.Namespace, argv: Sequence[str]) -> Edition:
-    budget = args.time_budget or service.DEFAULT_BUDGET_S
-    return service.begin(args.scale or "full", budget, _command(argv))
 
 
 def _command(argv: Sequence[str]) -> list[str]:

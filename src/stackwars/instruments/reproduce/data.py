@@ -18,6 +18,11 @@ Format history (``EDITION_FORMAT``):
   measured a cells part before a resume continued its run (started, source, command, seconds).
   Formats 1 and 2 still read (their parts' command is unknown, ``None``; a format 2 part
   continued by a resume names only its last session).
+* 4 (2026-11-29): a cell a part lists from an earlier part instead of measuring it again
+  (``Part.reuse``: the unified part's native cells) carries ``measured_in``, that part's name,
+  and ``run_id``, its run; a cell that ran also keeps ``first_run_peak_rss_bytes`` and
+  ``timed_peak_rss_bytes`` (the worker's peak up to the end of the first run, and after it).
+  Formats 1 to 3 still read (none of their cells was reused, none has the split peaks).
 """
 
 from __future__ import annotations
@@ -38,9 +43,9 @@ from stackwars.results.captures import RunCapture
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.schema import Cell
 
-EDITION_FORMAT = 3
+EDITION_FORMAT = 4
 # A format 1 part has no source of its own (the edition's); formats 1 and 2 keep no part's command.
-READABLE_FORMATS = (1, 2, 3)
+READABLE_FORMATS = (1, 2, 3, 4)
 DONE, NOT_RUN, INTERRUPTED = "done", "not run", "interrupted"
 # Each part's run keeps the edition under this instrument and key (``Store.add_data``), so
 # that show and the report of any of them show its findings (render/__init__.py).
@@ -168,6 +173,8 @@ def _entry(cell: Cell, workers: Sequence[Cell], failed: Cell | None) -> dict[str
         "runs_to_steady": [w.runs_to_steady for w in workers],
         "compiles": dataclasses.asdict(cell.compiles),
         "peak_rss_bytes": _median(w.memory.peak_rss_bytes for w in workers),
+        "first_run_peak_rss_bytes": _median(w.memory.first_run_peak_rss_bytes for w in workers),
+        "timed_peak_rss_bytes": _median(w.memory.timed_peak_rss_bytes for w in workers),
         "rss_after_import_bytes": _median(w.memory.rss_after_import_bytes for w in workers),
         "device_peak_bytes": _median(w.memory.device_peak_bytes for w in workers),
         "predicted_bytes": cell.memory.predicted_bytes,

@@ -28,7 +28,9 @@ class Part:
     ``probes``: ``probes`` (empty: every probe) on ``stacks`` (None: every stack); ``claims``:
     the built-in claims matching ``claims`` (``fnmatch`` patterns), each with
     ``claim_params`` (``--param`` values for the claim ids matching the key) applied, and
-    the inputs placed as ``inputs`` says."""
+    the inputs placed as ``inputs`` says. A cells part with ``reuse`` does not measure again a
+    cell an earlier cells part of the edition measured ok with its inputs placed the same way:
+    it lists that part's measurement, named as such."""
 
     name: str
     seed: str  # "seed 000"
@@ -46,6 +48,7 @@ class Part:
     # differently (config.INPUT_MODES); the claims' ids get ``-{inputs}`` so that the two
     # readings stand as two named findings.
     inputs: str = "resident"
+    reuse: bool = False
 
 
 SEED_000, SEED_001, SEED_002 = "seed 000", "seed 001", "seed 002"
@@ -111,6 +114,9 @@ FULL = (
         "the next step: Keras 3 on each backend beside that backend's native stack",
         CELLS,
         suite="unified",
+        # 2,327 s of the full edition's 16,441 s (2026-11-29, docs/log.md) went to native
+        # cells the models, stack-wars-ops and numpy-vs-jax parts had measured already.
+        reuse=True,
     ),
 )
 

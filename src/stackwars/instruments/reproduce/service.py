@@ -4,10 +4,14 @@ command uses for it, within one time budget, on one kind of machine.
 Each part is one stored run (``stackwars runs`` lists them, labelled ``edition ID: PART``).
 The edition file is rewritten after every part, so that an interrupt loses at most the part
 that was running (marked ``interrupted``) and ``--resume`` goes on from the first part not
-done. A part that would start after the budget is spent is ``not run`` with that reason, never
-dropped: the findings list it. The claims part may add workers to undecided claims only
-within its share of the budget (``CLAIMS_SHARE``); what stays undecided says so in the
-findings.
+done: a cells part's run goes on where it stopped, or, where the store lacks that run (the
+edition's file copied to another machine of the same kind), the cells the file holds stay and
+a new run measures the others. A part that would start after the budget is spent is ``not
+run`` with that reason, never dropped: the findings list it. A part that reuses
+(``Part.reuse``) lists the cells an earlier part measured instead of measuring them again.
+The claims part may add workers to undecided claims only within its share of the budget
+(``CLAIMS_SHARE``); what stays undecided says so in the findings. :func:`reproduce` is the
+whole of it, for the command and for notebooks alike.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,10 +32,12 @@ from stackwars.instruments.claims.spec import Claim, with_overrides
 from stackwars.instruments.ir.service import CaptureAfterRun
 from stackwars.instruments.reproduce import data as files
 from stackwars.instruments.reproduce.plan import CELLS, CLAIMS, PROBES, Part, parts_at
+from stackwars.instruments.reproduce.render.findings import findings_markdown
 from stackwars.results import metadata
 from stackwars.results.captures import RunCapture
+from stackwars.results.jsonio import write_atomically
 from stackwars.results.run import Run, new_run_id, now
-from stackwars.results.schema import Cell
+from stackwars.results.schema import Cell, CellKey, cell_key
 from stackwars.results.store import Store
 from stackwars.runner.session import Reporter
 from stackwars.runner.tasks import Executor
@@ -73,6 +79,80 @@ class Where:
         return api.open_executor(self.executor, self.ray_address, options, self.ray_resources)
 
 
+@dataclass(frozen=True)
+class Reproduced:
+    """An edition measured by :func:`reproduce`: the edition, its file and its findings."""
+
+    edition: files.Edition
+    path: Path
+    findings: Path
+
+    @property
+    def not_run(self) -> list[str]:
+        """Each part not done, with why."""
+        return [f"{p.name} ({p.reason})" for p in self.edition.parts if p.status != files.DONE]
+
+
+def reproduce(
+    out: str | Path = "stackwars-edition",
+    *,
+    scale: str | None = None,
+    budget_s: float | None = None,
+    resume: bool = False,
+    db: str | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
+    ray_resources: Sequence[str] = (),
+    reporter_for: ReporterFor | None = None,
+    on_note: Callable[[str], None] = lambda text: None,
+    markdown: str | Path | None = None,
+    command: Sequence[str] = ("stackwars.reproduce()",),
+) -> Reproduced:
+    """The seeds' experiments as one edition in folder ``out`` (``edition.json``) and its
+    findings (``markdown``, by default ``out/findings.md``): the path ``stackwars reproduce``
+    takes, for notebooks too. ``scale`` is ``full`` (default) or ``tiny``; ``budget_s`` the
+    seconds the whole may take (:data:`DEFAULT_BUDGET_S`); ``resume`` goes on with the edition
+    in ``out`` (its scale kept, a new ``budget_s`` given to parts the old one left out); the
+    runs go to the store ``db`` (else ``$STACKWARS_DB``, else ``./stackwars.sqlite``);
+    ``executor="ray"`` sends the cells to the Ray cluster at ``ray_address`` (its nodes
+    offering ``ray_resources``, as ``--ray-resource`` says); ``reporter_for``
+    shows each part's cells (none by default), ``on_note`` each line of progress, the first
+    naming the edition, its folder and its store. Example::
+
+        reproduce("edition", scale="tiny").not_run  # [] once every part is done
+    """
+    path = edition_path(Path(out))
+    if resume:
+        edition = with_budget(resume_edition(path), budget_s)
+        if scale not in (None, edition.scale):
+            raise UsageError(
+                f"the edition in {path.parent} is at --scale {edition.scale} and a resume keeps "
+                "it: drop --scale, or start another edition with another --out"
+            )
+    else:
+        edition = begin(scale or "full", budget_s or DEFAULT_BUDGET_S, list(command))
+    results = api.open_store(db)
+    on_note(f"edition {edition.id} ({edition.scale}) in {path.parent}; runs in {results.path}")
+    finished = measure(
+        edition, path, results, reporter_for or _silent, on_note=on_note, command=list(command),
+        where=Where(executor, ray_address, tuple(ray_resources)),
+    )  # fmt: skip
+    findings = Path(markdown) if markdown else path.parent / "findings.md"
+    size = path.stat().st_size
+    write_atomically(findings, findings_markdown(finished, size_bytes=size))
+    return Reproduced(finished, path, findings)
+
+
+@contextmanager
+def _silent(cells: int, stacks: Sequence[str]) -> Iterator[PartReporter]:
+    yield _SilentPart()
+
+
+class _SilentPart(api.SilentReporter):
+    def more(self, stacks: Sequence[str]) -> None:
+        del stacks
+
+
 def begin(scale: str, budget_s: float, argv: Sequence[str]) -> files.Edition:
     """A new edition at ``scale`` (nothing measured yet)."""
     if budget_s <= 0:
@@ -99,7 +179,7 @@ def begin(scale: str, budget_s: float, argv: Sequence[str]) -> files.Edition:
     )
 
 
-def resume(path: Path) -> files.Edition:
+def resume_edition(path: Path) -> files.Edition:
     """The edition in ``path``, to go on with; one begun on another kind of machine is
     refused (an edition is one machine's)."""
     if not path.is_file():
@@ -157,7 +237,7 @@ def measure(
         context = _Context(
             results, _deadline(reporter_for, spent), where, f"edition {current.id}: {kept.name}",
             ran, current.scale == "tiny", min(left, CLAIMS_SHARE * current.budget_s),
-            resumed, spent,
+            resumed, spent, _measured_before(plan[kept.name], current.parts[:index], plan),
         )  # fmt: skip
         try:
             _measure_part(plan[kept.name], kept, context)
@@ -239,7 +319,10 @@ def _cut(kept: files.PartResult, results: Store, why: str) -> None:
     """A part stopped before its end: interrupted, with the cells its run kept."""
     kept.status, kept.reason = files.INTERRUPTED, why
     if kept.run_id is not None and kept.run_id in results.run_ids():
-        kept.cells = files.compact_cells(results.load_run(kept.run_id).cells)
+        elsewhere = [
+            entry for entry in kept.cells if entry.get("run_id") not in (None, kept.run_id)
+        ]
+        kept.cells = elsewhere + files.compact_cells(results.load_run(kept.run_id).cells)
 
 
 @dataclass(frozen=True)
@@ -257,6 +340,8 @@ class _Context:
     # are measured again.
     resumed: str | None = None
     spent: Callable[[], bool] = lambda: False  # whether the edition's budget is spent
+    # What earlier parts measured that this one may list instead of measuring (Part.reuse).
+    reusable: dict[CellKey, dict[str, Any]] = field(default_factory=dict)
 
 
 def _measure_part(part: Part, kept: files.PartResult, context: _Context) -> None:
@@ -274,11 +359,15 @@ def _cells(part: Part, kept: files.PartResult, context: _Context) -> None:
         suite=part.suite, workload=part.workload, params=part.params, stacks=part.stacks
     )
     measure = _measure_options(part, context.tiny)
-    if context.resumed is not None:
+    reused = _reused(selection, context.reusable)
+    carried = _carried(kept, context)
+    if context.resumed is not None and not carried:
         planned = api.plan_resume(context.results, context.resumed)
     else:
-        planned = api.plan_run(selection, measure, context.argv, context.label)
+        leave_out = set(reused) | {_key(entry) for entry in carried}
+        planned = api.plan_run(selection, measure, context.argv, context.label, leave_out)
     kept.run_id = planned.record.id
+    kept.cells = carried + list(reused.values())  # what a cut keeps besides the run's cells
     after = [CaptureAfterRun()] if part.capture_ir else []
     stacks = [cell.spec.stack for cell in planned.cells if not cell.skip_reason]
     executor = context.where.open(planned.options)
@@ -286,9 +375,63 @@ def _cells(part: Part, kept: files.PartResult, context: _Context) -> None:
         executed = execution.execute_run(
             planned, context.results, reporter, executor=executor, after=after
         )
-    kept.cells = files.compact_cells(executed.record.cells)
+    kept.cells = carried + files.compact_cells(executed.record.cells) + list(reused.values())
     captures = [found for found in executed.found.get("ir", []) if isinstance(found, RunCapture)]
     kept.ir = files.compact_ir(captures)
+
+
+def _carried(kept: files.PartResult, context: _Context) -> list[dict[str, Any]]:
+    """The cells an interrupted part's earlier session measured, when this store lacks its
+    run (an edition file resumed on another machine of the same kind, or with another --db):
+    kept as they are, each naming the run that measured it, and not measured again (their IR,
+    where the part captures it, stays in that run's store). Empty when the run is here: it
+    is resumed as any run is."""
+    if context.resumed is None or context.resumed in context.results.run_ids():
+        return []
+    return [
+        {**entry, "run_id": entry.get("run_id") or context.resumed}
+        for entry in kept.cells
+        if "measured_in" not in entry
+    ]
+
+
+def _key(entry: dict[str, Any]) -> CellKey:
+    """A compact cell's key (``files.compact_cells``)."""
+    return cell_key(
+        entry["workload"], entry["params"], entry["stack"], entry["device"], entry["to_host"]
+    )
+
+
+def _measured_before(
+    part: Part, earlier: Sequence[files.PartResult], plan: dict[str, Part]
+) -> dict[CellKey, dict[str, Any]]:
+    """The cells ``part`` may list instead of measuring (none unless it reuses): each cell an
+    earlier cells part measured ok with its inputs placed alike, as that part's first
+    measurement of it, named by ``measured_in``. Claims' cells are not taken: their runs are
+    the claims' own (workers added where undecided)."""
+    if not part.reuse:
+        return {}
+    found: dict[CellKey, dict[str, Any]] = {}
+    for done in earlier:
+        source = plan[done.name]
+        if source.kind != CELLS or source.inputs != part.inputs:
+            continue
+        for entry in done.cells:
+            key = _key(entry)
+            if entry["status"] == "ok" and "measured_in" not in entry and key not in found:
+                found[key] = {**entry, "measured_in": done.name,
+                              "run_id": entry.get("run_id") or done.run_id}  # fmt: skip
+    return found
+
+
+def _reused(
+    selection: api.Selection, reusable: dict[CellKey, dict[str, Any]]
+) -> dict[CellKey, dict[str, Any]]:
+    """Of the cells ``selection`` asks for, those an earlier part measured, in its order."""
+    if not reusable:
+        return {}
+    chosen, _ = api.choose_cells(selection)
+    return {spec.key(): reusable[spec.key()] for spec in chosen if spec.key() in reusable}
 
 
 def _probes(part: Part, kept: files.PartResult, context: _Context) -> None:
@@ -387,8 +530,9 @@ def _write(current: files.Edition, path: Path, results: Store) -> None:
     report of any of them show its findings)."""
     current.write(path)
     payload = current.to_dict()
+    here = set(results.run_ids())
     for part in current.parts:
-        if part.run_id is not None:
+        if part.run_id is not None and part.run_id in here:  # else measured with another store
             run = results.load_run(part.run_id)
             results.add_data(run, files.INSTRUMENT, files.EDITION_FORMAT, payload, key=files.KEY)
 

@@ -132,6 +132,10 @@ def _memory(entry: Entry, ir: list[Entry]) -> str:
     if peak is not None and after is not None:
         said.append(f"{format_bytes(after)} after imports, so the work held "
                     f"{format_bytes(max(0.0, peak - after))}")  # fmt: skip
+    first, timed = entry.get("first_run_peak_rss_bytes"), entry.get("timed_peak_rss_bytes")
+    if first is not None and timed is not None:
+        said.append(f"the first run's peak (the compiler's working memory included) "
+                    f"{format_bytes(first)}, the timed runs' {format_bytes(timed)}")  # fmt: skip
     if entry.get("device_peak_bytes") is not None:
         said.append(f"device peak {format_bytes(entry['device_peak_bytes'])}")
     if entry.get("predicted_bytes") is not None:

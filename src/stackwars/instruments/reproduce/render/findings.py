@@ -206,7 +206,11 @@ def status_counts(part: PartResult) -> str:
     counts: dict[str, int] = defaultdict(int)
     for entry in part.cells or part.outcomes:
         counts[str(entry.get("status") or entry.get("outcome"))] += 1
-    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    shown = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    reused = [entry["measured_in"] for entry in part.cells if "measured_in" in entry]
+    if reused:
+        shown += f" ({len(reused)} of them measured by {', '.join(dict.fromkeys(reused))})"
+    return shown
 
 
 def evidence_sentences(parts: Sequence[PartResult]) -> dict[str, str]:
@@ -266,6 +270,8 @@ def cells_table(cells: Iterable[dict[str, Any]]) -> list[str]:
     rows = [table_row(CELL_COLUMNS), "|" + " --- |" * len(CELL_COLUMNS)]
     for cell in cells:
         workers = f"{cell['workers']} worker{'s' if cell['workers'] != 1 else ''}"
+        if "measured_in" in cell:
+            workers += f", measured by part {cell['measured_in']}"
         rows.append(table_row((f"{cell['cell']} ({workers})", *_cell_facts(cell))))
     return rows
 
