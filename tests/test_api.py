@@ -77,3 +77,5 @@ def test_reproduce_measures_an_edition_and_writes_its_findings(
     assert [part.status for part in done.edition.parts] == ["done"]
     with pytest.raises(UsageError, match="drop --scale"):
         stackwars.reproduce(tmp_path / "e", scale="full", resume=True, db=db)
+    with pytest.raises(UsageError, match="--time-budget 0 must be a number of seconds above 0"):
+        stackwars.reproduce(tmp_path / "f", scale="tiny", budget_s=0, db=db)

@@ -130,7 +130,8 @@ def reproduce(
                 "it: drop --scale, or start another edition with another --out"
             )
     else:
-        edition = begin(scale or "full", budget_s or DEFAULT_BUDGET_S, list(command))
+        budget = DEFAULT_BUDGET_S if budget_s is None else budget_s  # 0 is refused, not defaulted
+        edition = begin(scale or "full", budget, list(command))
     results = api.open_store(db)
     on_note(f"edition {edition.id} ({edition.scale}) in {path.parent}; runs in {results.path}")
     finished = measure(
