@@ -59,6 +59,7 @@ def test_the_services_are_loaded_on_first_use() -> None:
         _ = stackwars.nope  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_reproduce_measures_an_edition_and_writes_its_findings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -310,6 +310,7 @@ PUBLIC_NAMES = {
     "register_suite",
     "registry",
     "results_frame",
+    "reproduce",
     "run",
 }
 

@@ -91,6 +91,21 @@ def test_a_changed_peak_changes_the_memory_table(tmp_path: Path) -> None:
     assert render(f"benchmarks/render_memory.py {changed}") != render(command)
 
 
+def test_a_changed_spread_changes_the_cheap_rounds_tables(tmp_path: Path) -> None:
+    """docs/evidence.md's cheap rounds are their sessions' rendering: a cell's changed spread
+    changes the rounds it needs, and so the tables."""
+    command = "benchmarks/power/render_rounds.py docs/data/rounds-2026-11-29"
+    assert ("evidence.md", command) in {(document, shown) for document, shown, _ in blocks()}
+    copy = tmp_path / "rounds"
+    shutil.copytree(ROOT / command.split()[1], copy)
+    path = copy / "duet-noise.json"
+    noise = json.loads(path.read_text(encoding="utf-8"))
+    for cell in noise["cells"].values():
+        cell["spread"] /= 4
+    path.write_text(json.dumps(noise), encoding="utf-8")
+    assert render(f"benchmarks/power/render_rounds.py {copy}") != render(command)
+
+
 EDITION = "docs/data/edition/edition.json"
 FINDINGS = f"benchmarks/render_findings.py {EDITION}"
 

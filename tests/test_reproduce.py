@@ -447,6 +447,7 @@ class _Quiet:
     def more(self, stacks: Any) -> None: ...
 
 
+@pytest.mark.slow
 def test_a_reusing_part_lists_what_an_earlier_part_measured_and_measures_the_rest(
     tmp_path: Path,
 ) -> None:
@@ -544,6 +545,7 @@ def test_the_tiny_edition_runs_end_to_end_from_another_folder(tmp_path: Path) ->
     assert "What stackwars found" in page and "seed002-jit-poly-6x-per-call" in page
 
 
+@pytest.mark.slow
 def test_a_part_interrupted_with_another_store_keeps_its_cells_and_measures_the_rest(
     tmp_path: Path,
 ) -> None:

@@ -15,9 +15,10 @@ Prints Markdown: per design the rounds, the session's seconds and a round's; per
 design's paired spread (the standard deviation of a round's log ratio), the rounds it needs to
 be shown within 10 % at one look (``timing/sequential.py``'s ``rounds_to_pass``) and its
 workers' wall time; then, per group of stacks a gate could be given, what a round of those
-cells costs (both sides' workers, one after the other, or the longer side in a duet) and how
-many seconds the noisiest of them needs to decide. docs/evidence.md holds its output between
-``rendered`` markers, and tests/test_rendered_docs.py renders it again.
+cells costs (both sides' workers, one after the other, or one side's in a duet, the sides at
+once, plus the design's own cost a round: its measured round less its workers), how many
+rounds 15 minutes afford at that cost and how many of its cells they decide. docs/evidence.md
+holds its output between ``rendered`` markers; tests/test_rendered_docs.py renders it again.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from stackwars.timing.sequential import rounds_to_pass
 
 PASS_LIMIT = 0.10  # the gate's default --pass-below
 ALPHA = 0.05
+BUDGET_S = 900.0  # a CI job's time for the gate (docs/ci.md's --time-budget default)
 DESIGNS = ("sequential", "duet")
 SIDES = ("baseline", "candidate")
 # Groups of the quick suite's stacks a gate could be given, cheapest imports first.
@@ -114,22 +116,36 @@ def _groups(
 ) -> list[str]:
     """Per group of stacks (each adding to the ones before): what a round of its cells costs
     in each design, from that design's own workers (sequential: both sides' workers in turn;
-    duet: the sides at once, each on its core), and the seconds its noisiest cell needs."""
-    header = " | ".join(f"{name}: a round, rounds, to decide" for name in found)
+    duet: the sides at once, each on its core), how many rounds a CI job's budget affords at
+    that cost, and how many of the group's cells those rounds can show within the limit."""
+    header = " | ".join(f"{name}: a round, rounds in {BUDGET_S // 60:.0f} min, cells it decides"
+                        for name in found)  # fmt: skip
     lines = [f"| stacks | cells | {header} |", "| --- | ---: |" + " ---: |" * len(found)]
     stacks: tuple[str, ...] = ()
     for group, more in GROUPS.items():
         stacks += more
         texts, count = [], 0
-        for name in found:
+        for name, (session, _, _) in found.items():
             cells = [c for c in walls[name] if any(f" {stack} " in c for stack in stacks)]
-            one_side = sum(walls[name][c] for c in cells)
-            cost = 2 * one_side if name == "sequential" else one_side
-            most = max((needed[name].get(c, 0) for c in cells), default=0)
-            texts.append(f"{cost:.0f} s, {most}, {cost * most:.0f} s")
+            cost = _workers_cost(name, walls[name], cells) + _overhead(name, session, walls[name])
+            rounds = int(BUDGET_S // cost)
+            decided = sum(1 for c in cells if needed[name].get(c, math.inf) <= rounds)
+            texts.append(f"{cost:.0f} s, {rounds}, {decided}")
             count = len(cells)
         lines.append(f"| {group} | {count} | " + " | ".join(texts) + " |")
     return lines
+
+
+def _workers_cost(design: str, walls: dict[str, float], cells: list[str]) -> float:
+    """A round's workers: both sides in turn, or (duet) the sides at once."""
+    one_side = sum(walls[c] for c in cells)
+    return 2 * one_side if design == "sequential" else one_side
+
+
+def _overhead(design: str, session: dict[str, Any], walls: dict[str, float]) -> float:
+    """What a round cost beyond its workers (the sides' processes, the runs' set-up)."""
+    measured = session["session"]["elapsed_s"] / session["session"]["rounds"]
+    return max(0.0, measured - _workers_cost(design, walls, list(walls)))
 
 
 if __name__ == "__main__":

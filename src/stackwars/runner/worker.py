@@ -395,6 +395,8 @@ class CellRun:
             device_reserved_bytes=device.reserved_bytes,
             device_limit_bytes=device.limit_bytes,
             rss_after_import_bytes=cell.memory.rss_after_import_bytes,
+            first_run_peak_rss_bytes=cell.memory.first_run_peak_rss_bytes,
+            timed_peak_rss_bytes=cell.memory.timed_peak_rss_bytes,
         )
         if stats is not None:
             cell.settings["device_memory_stats"] = stats
