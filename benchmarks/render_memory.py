@@ -5,9 +5,11 @@ the plan's prediction, for a log entry that cites them.
 
 Prints a Markdown table, one row per cell in the file's order: the cell (its workload and the
 parameters that differ between the run's cells), stack, status (with parity for an ok cell;
-a cell the plan refused names that), ``memory.peak_rss_bytes`` and ``memory.predicted_bytes``
-in GiB of 2³⁰ bytes. docs/log.md holds its output between ``rendered`` markers, and
-tests/test_rendered_docs.py renders it again and fails on any difference.
+a cell the plan refused names that), ``memory.peak_rss_bytes`` (and, where the file has them,
+the peak up to the end of the first run and the timed runs' after it) and
+``memory.predicted_bytes`` in GiB of 2³⁰ bytes. docs/log.md holds its output between
+``rendered`` markers, and tests/test_rendered_docs.py renders it again and fails on any
+difference.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from typing import Any
 
 GIB = 2**30
 PREDICTED = "predicted peak"  # how the plan's refusal of a cell begins its reason
+# The peak split at the end of the first run (run files from 2026-11-29 on): shown when a
+# cell of the file has it.
+SPLIT = ("first_run_peak_rss_bytes", "timed_peak_rss_bytes")
+SPLIT_COLUMNS = ("peak to the first run's end", "peak of the timed runs")
 
 
 def gib(value: int | None) -> str:
@@ -43,13 +49,16 @@ def varying(cells: list[dict[str, Any]]) -> list[str]:
 def render(path: Path) -> str:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     shown = varying(cells)
-    rows = ["| cell | stack | status | peak RSS | predicted |", "| --- | --- | --- | ---: | ---: |"]
+    split = any(cell["memory"].get(SPLIT[0]) is not None for cell in cells)
+    columns = ["cell", "stack", "status", "peak RSS", *SPLIT_COLUMNS * split, "predicted"]
+    rows = [f"| {' | '.join(columns)} |", "| --- | --- | --- |" + " ---: |" * (len(columns) - 3)]
     for cell in cells:
         params = ", ".join(f"{name}={cell['params'].get(name)}" for name in shown)
         label = f"{cell['workload']} ({params})" if params else cell["workload"]
         memory = cell["memory"]
-        peak, predicted = gib(memory.get("peak_rss_bytes")), gib(memory.get("predicted_bytes"))
-        rows.append(f"| {label} | {cell['stack']} | {status(cell)} | {peak} | {predicted} |")
+        sizes = [gib(memory.get(key)) for key in ("peak_rss_bytes", *SPLIT * split)]
+        sizes.append(gib(memory.get("predicted_bytes")))
+        rows.append(f"| {label} | {cell['stack']} | {status(cell)} | " + " | ".join(sizes) + " |")
     return "\n".join(rows) + "\n"
 
 
