@@ -106,6 +106,19 @@ def test_a_changed_spread_changes_the_cheap_rounds_tables(tmp_path: Path) -> Non
     assert render(f"benchmarks/power/render_rounds.py {copy}") != render(command)
 
 
+def test_a_changed_wall_time_changes_what_the_reuse_saves(tmp_path: Path) -> None:
+    """docs/log.md's reuse table is the committed edition's and its wall times' rendering."""
+    walls = "docs/data/edition/walls.json"
+    command = f"benchmarks/render_reuse.py docs/data/edition/edition.json {walls}"
+    assert ("log.md", command) in {(document, shown) for document, shown, _ in blocks()}
+    data = json.loads((ROOT / walls).read_text(encoding="utf-8"))
+    for cell in data["walls"]["unified"]:  # the time the reused cells took in unified
+        data["walls"]["unified"][cell] += 100
+    changed = tmp_path / "walls.json"
+    changed.write_text(json.dumps(data), encoding="utf-8")
+    assert render(command.replace(walls, str(changed))) != render(command)
+
+
 EDITION = "docs/data/edition/edition.json"
 FINDINGS = f"benchmarks/render_findings.py {EDITION}"
 

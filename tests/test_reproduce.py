@@ -475,9 +475,9 @@ def test_a_reusing_part_lists_what_an_earlier_part_measured_and_measures_the_res
                    cells=[{**claimed, "params": {"n": 48, "dtype": "float64"}}]),
     ]  # fmt: skip
     plan = {part.name: part for part in (ops, asks, per_call, unified)}
-    reusable = service._measured_before(unified, earlier, plan)
+    reusable = service.measured_before(unified, earlier, plan)
     assert list(reusable.values()) == [{**entry, "measured_in": "ops", "run_id": "r1"}]
-    assert service._measured_before(ops, earlier, plan) == {}
+    assert service.measured_before(ops, earlier, plan) == {}
     kept = PartResult("unified", "seed 001", "q", CELLS)
     context = service._Context(
         Store(tmp_path / "db.sqlite"), lambda cells, stacks: _Quiet(), service.Where(),

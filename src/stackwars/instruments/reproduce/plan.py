@@ -114,8 +114,7 @@ FULL = (
         "the next step: Keras 3 on each backend beside that backend's native stack",
         CELLS,
         suite="unified",
-        # 2,327 s of the full edition's 16,441 s (2026-11-29, docs/log.md) went to native
-        # cells the models, stack-wars-ops and numpy-vs-jax parts had measured already.
+        # Its native cells are the models and operations parts' (what that saves: docs/log.md).
         reuse=True,
     ),
 )

@@ -238,7 +238,7 @@ def measure(
         context = _Context(
             results, _deadline(reporter_for, spent), where, f"edition {current.id}: {kept.name}",
             ran, current.scale == "tiny", min(left, CLAIMS_SHARE * current.budget_s),
-            resumed, spent, _measured_before(plan[kept.name], current.parts[:index], plan),
+            resumed, spent, measured_before(plan[kept.name], current.parts[:index], plan),
         )  # fmt: skip
         try:
             _measure_part(plan[kept.name], kept, context)
@@ -365,7 +365,7 @@ def _cells(part: Part, kept: files.PartResult, context: _Context) -> None:
     if context.resumed is not None and not carried:
         planned = api.plan_resume(context.results, context.resumed)
     else:
-        leave_out = set(reused) | {_key(entry) for entry in carried}
+        leave_out = set(reused) | {entry_key(entry) for entry in carried}
         planned = api.plan_run(selection, measure, context.argv, context.label, leave_out)
     kept.run_id = planned.record.id
     kept.cells = carried + list(reused.values())  # what a cut keeps besides the run's cells
@@ -396,14 +396,14 @@ def _carried(kept: files.PartResult, context: _Context) -> list[dict[str, Any]]:
     ]
 
 
-def _key(entry: dict[str, Any]) -> CellKey:
+def entry_key(entry: dict[str, Any]) -> CellKey:
     """A compact cell's key (``files.compact_cells``)."""
     return cell_key(
         entry["workload"], entry["params"], entry["stack"], entry["device"], entry["to_host"]
     )
 
 
-def _measured_before(
+def measured_before(
     part: Part, earlier: Sequence[files.PartResult], plan: dict[str, Part]
 ) -> dict[CellKey, dict[str, Any]]:
     """The cells ``part`` may list instead of measuring (none unless it reuses): each cell an
@@ -418,7 +418,7 @@ def _measured_before(
         if source.kind != CELLS or source.inputs != part.inputs:
             continue
         for entry in done.cells:
-            key = _key(entry)
+            key = entry_key(entry)
             if entry["status"] == "ok" and "measured_in" not in entry and key not in found:
                 found[key] = {**entry, "measured_in": done.name,
                               "run_id": entry.get("run_id") or done.run_id}  # fmt: skip
