@@ -36,6 +36,7 @@ OPTIONS: dict[str, tuple[list[str], Any]] = {
     "matmul_precision": (["--matmul-precision", "high"], "high"),
     "inputs": (["--inputs", "per-call"], "per-call"),
     "jobs": (["--jobs", "2"], 2),
+    "workers": (["--workers", "per-stack"], "per-stack"),
     "seed": (["--seed", "7"], 7),
     "repeat": (["--repeat", "4"], 4),
     "order_seed": (["--order-seed", "9"], 9),

@@ -28,6 +28,11 @@ EXECUTORS = ("local", "ray")
 # host NumPy arrays inside every timed call (per-call), as seed 002's
 # `jax.jit(f)(jnp.array(x))` measured.
 INPUT_MODES = ("resident", "per-call")
+# --workers: a fresh worker per cell (what a user's first call pays, every figure its own), or
+# one per stack running its cells one after another in a drawn order, the framework imported
+# and started once (runner/shared_worker.py: ab's cheap rounds, issue 54).
+WORKER_MODES = ("per-cell", "per-stack")
+PER_STACK = "per-stack"
 DEFAULT_TIMEOUT_S = 900.0
 # Leave room for the parent, the OS page cache and whatever else shares the machine.
 DEFAULT_BUDGET_SHARE = 0.75
@@ -118,6 +123,7 @@ class RunOptions:
     # Cells measured at a time by the local executor: 1 unless asked, since cells timed side by
     # side share the cores and disturb each other's numbers.
     jobs: int = 1
+    workers: str = "per-cell"  # WORKER_MODES
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -154,6 +160,18 @@ def jobs_warnings(options: RunOptions) -> list[str]:
         f"--jobs {options.jobs}: cells run {options.jobs} at a time, so their timings share "
         "this machine's cores and memory bandwidth and disturb each other; compare them only "
         "with runs made the same way (the run records jobs in its options)"
+    ]
+
+
+def workers_warnings(options: RunOptions) -> list[str]:
+    """--workers per-stack: what it costs the numbers."""
+    if options.workers != PER_STACK:
+        return []
+    return [
+        "--workers per-stack: each stack's cells share one worker, so a cell's first run, "
+        "import and start-up are not a fresh process's (each cell records its place in its "
+        "worker); steady times and peaks stay each cell's own: compare them only with runs "
+        "made the same way"
     ]
 
 

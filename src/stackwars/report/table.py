@@ -62,6 +62,12 @@ UNPROVEN_NOTE = (
     "placement, sync and memory readings there rest on the framework's documentation "
     "(docs/accelerators.md)"
 )
+SHARED_WORKER_MARK = "°"
+SHARED_WORKER_NOTE = (
+    f"{SHARED_WORKER_MARK} first run in a worker its stack's earlier cells had used "
+    "(--workers per-stack): the framework was already imported and started, and may have "
+    "compiled what this cell needs; not what a fresh process pays"
+)
 TERMINAL_REASON_CHARS = 60
 PER_CALL_MARK = "host→ "
 PER_CALL_NOTE = (
@@ -264,7 +270,7 @@ def _row(
         values = tuple(parity if name == "Parity" else "" for name in columns[1:])
         return Row(stack_label(cell), cell.status, cell.reason, values)
     texts = {
-        "First run": format_seconds(cell.times.first_run_s),
+        "First run": _first_run(cell),
         "Second run": format_seconds(cell.times.second_run_s),
         "Runs to steady": "" if cell.runs_to_steady is None else str(cell.runs_to_steady),
         "Steady median": format_steady(cell),
@@ -278,6 +284,11 @@ def _row(
     }
     values = tuple(texts[n] for n in columns[1:])
     return Row(stack_label(cell), cell.status, cell.reason, values, timed=timed(cell))
+
+
+def _first_run(cell: Cell) -> str:
+    shown = format_seconds(cell.times.first_run_s)
+    return f"{shown} {SHARED_WORKER_MARK}" if shown and cell.worker.position else shown
 
 
 def timed(cell: Cell) -> bool:
@@ -313,6 +324,8 @@ def _notes(cells: list[Cell], baseline: Cell | None) -> tuple[str, ...]:
         notes.append(LATENCY_NOTE)
     if any(inputs_per_call(cell) for cell in cells):
         notes.append(PER_CALL_NOTE)
+    if any(cell.worker.position and cell.times.first_run_s for cell in shown):
+        notes.append(SHARED_WORKER_NOTE)
     if any(not proven_on(cell.stack, cell.device) for cell in cells):
         notes.append(UNPROVEN_NOTE)
     if any(cell.status != "ok" for cell in shown):

@@ -9,7 +9,8 @@ and is not compared. What the cells record and is compared here:
 
 * the compilations of the first run, the second run and steady state, as each framework counts
   them (XLA executables, Dynamo graphs, torch_xla's uncached graph compiles): a recompile
-  injected into every call moves the steady count from 0;
+  injected into every call moves the steady count from 0 (the first run's only from workers
+  that measured nothing before the cell: ``--workers per-stack`` shares one);
 * the bytes one call held at its peak, as the framework's allocation accounting sees them, in
   an untimed call after the timed runs (``Framework.call_peak_bytes``: NumPy's arrays through
   tracemalloc, PyTorch's CPU allocator through its profiler's memory records): an extra copy
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from stackwars.results.schema import Cell
 
 COUNTS: tuple[tuple[str, Callable[[Cell], int | None]], ...] = (
-    ("compilations in the first run", lambda cell: cell.compiles.first_run),
+    ("compilations in the first run", lambda cell: _fresh(cell, cell.compiles.first_run)),
     ("compilations in the second run", lambda cell: cell.compiles.second_run),
     ("compilations in steady state", lambda cell: cell.compiles.steady),
     ("bytes a call held at its peak", lambda cell: cell.memory.call_peak_bytes),
@@ -67,6 +68,13 @@ def count_changes(baseline: Sequence[Cell], candidate: Sequence[Cell]) -> tuple[
         if before is not None and after is not None and before != after:
             changes.append(CountChange(what, before, after))
     return tuple(changes)
+
+
+def _fresh(cell: Cell, count: int | None) -> int | None:
+    """A first-run count, from a worker that measured nothing before the cell: after earlier
+    cells (--workers per-stack) what they compiled may serve it, so the count depends on the
+    order drawn, not on the change."""
+    return count if cell.worker.position == 0 else None
 
 
 def _whole(value: float | None) -> int | None:

@@ -42,7 +42,9 @@ History of SCHEMA_VERSION:
   operations and the compiler's estimate of a call's FLOPs; nulls where there is none),
   ``memory.first_run_peak_rss_bytes`` and ``memory.timed_peak_rss_bytes`` (the worker's peak
   resident set up to the end of the first run, and from then to the end of the timed runs;
-  null where the kernel's high-water mark cannot be reset).
+  null where the kernel's high-water mark cannot be reset); (2026-11-29) cell ``worker``
+  (``--workers per-stack``: how many cells its worker measured and how many before this one;
+  ``{"cells": 1, "position": 0}``, a worker of its own, in every earlier file).
 * 2 (2026-11-23): cell ``node``, the machine the cell ran on (``--executor ray`` runs cells on
   several): executor, host name, machine fingerprint with the CPU model, cores, memory and
   accelerators it is made of, and the library versions installed there (empty in version-1
@@ -232,6 +234,21 @@ class Program:
     flops: float | None = None
 
 
+@dataclass
+class Worker:
+    """The worker that measured the cell: one of its own (``cells`` 1, the default), or one
+    its stack's cells shared one after another (``--workers per-stack``), ``position`` cells
+    measured in it before this one. A later cell's first run finds what the earlier ones
+    imported, started and compiled, so its first-run figures are not a fresh process's."""
+
+    cells: int = 1
+    position: int = 0
+
+    @property
+    def shared(self) -> bool:
+        return self.cells > 1
+
+
 def reason_headline(reason: str) -> str:
     """What a table shows of a cell's reason: its part before the first blank line (the
     details after it stay in the cell), on one line."""
@@ -264,12 +281,15 @@ class Cell:
     parity: Parity = field(default_factory=Parity)
     work: WorkCounts = field(default_factory=WorkCounts)
     program: Program = field(default_factory=Program)
+    worker: Worker = field(default_factory=Worker)
     gflops: float | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # The framework's own event counters, per phase (see the history above).
     counters: dict[str, dict[str, float]] = field(default_factory=dict)
-    wall_s: float | None = None  # the worker's whole life, seen from the parent
+    # The worker's whole life, seen from the parent; in a shared worker (``worker``), the
+    # cell's own span in it, the first cell's with the framework's import.
+    wall_s: float | None = None
     warm_start: WarmStart = field(default_factory=WarmStart)
     # Where the cell ran (results.metadata.node_info, plus "executor"); {} when it ran nowhere.
     node: dict[str, Any] = field(default_factory=dict)
@@ -302,6 +322,7 @@ class Cell:
             "parity": Parity,
             "work": WorkCounts,
             "program": Program,
+            "worker": Worker,
             "warm_start": WarmStart,
         }
         known = {f.name for f in dataclasses.fields(cls)}

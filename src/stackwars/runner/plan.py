@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stackwars import workloads
-from stackwars.config import RunOptions
+from stackwars.config import PER_STACK, RunOptions
 from stackwars.errors import ParameterError
 from stackwars.frameworks import (
     FRAMEWORKS,
@@ -201,21 +201,46 @@ def suite_cells(
     return cells
 
 
-def schedule(cells: Sequence[CellSpec], repeat: int, seed: int) -> list[CellSpec]:
+def schedule(
+    cells: Sequence[CellSpec], repeat: int, seed: int, workers: str = "per-cell"
+) -> list[CellSpec]:
     """Each cell ``repeat`` times in fresh workers: in rounds, each round a random order of
     every cell (reproducible under ``seed``), so that drift over the run is spread over all
-    stacks instead of favouring the ones measured first."""
+    stacks instead of favouring the ones measured first. With ``workers`` per-stack, a
+    round's cells of one stack follow each other (they share a worker), in a drawn order."""
     if repeat < 1:
         raise ParameterError(f"--repeat {repeat} must be at least 1")
-    if repeat == 1:
-        return list(cells)
     rng = random.Random(seed)
-    rounds = []
-    for index in range(repeat):
-        order = [dataclasses.replace(cell, repeat=index) for cell in cells]
-        rng.shuffle(order)
-        rounds.extend(order)
-    return rounds
+    if repeat == 1:
+        rounds = list(cells)
+    else:
+        rounds = []
+        for index in range(repeat):
+            order = [dataclasses.replace(cell, repeat=index) for cell in cells]
+            rng.shuffle(order)
+            rounds.extend(order)
+    return by_stack(rounds, rng) if workers == PER_STACK else rounds
+
+
+def by_stack(cells: Sequence[CellSpec], rng: random.Random) -> list[CellSpec]:
+    """The cells of each repetition and stack together, in the order each group first appears,
+    each group's own order drawn by ``rng``: which cell a shared worker measures first (and
+    so with nothing compiled before it) changes from one draw to the next, instead of always
+    favouring one."""
+    groups: dict[tuple[int, str, str], list[CellSpec]] = {}
+    for cell in cells:
+        groups.setdefault(shared_worker_key(cell), []).append(cell)
+    ordered: list[CellSpec] = []
+    for group in groups.values():
+        rng.shuffle(group)
+        ordered.extend(group)
+    return ordered
+
+
+def shared_worker_key(cell: CellSpec) -> tuple[int, str, str]:
+    """What cells sharing a worker (--workers per-stack) have in common: the repetition, the
+    stack (its Python environment with it) and the device."""
+    return cell.repeat, cell.stack, cell.device
 
 
 def skip_reason(spec: CellSpec) -> str:

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from stackwars.config import RunOptions
+from stackwars.config import PER_STACK, RunOptions
 from stackwars.frameworks.base import RunSettings
 from stackwars.results.run import Run, now
 from stackwars.results.schema import Cell, CellSpec
 from stackwars.runner.child import Limits
 from stackwars.runner.crosscheck import crosscheck
-from stackwars.runner.isolate import failed_cell, run_in_worker
-from stackwars.runner.plan import PlannedCell
+from stackwars.runner.isolate import failed_cell, run_in_shared_worker, run_in_worker
+from stackwars.runner.plan import PlannedCell, shared_worker_key
 from stackwars.runner.protocol import Request
 from stackwars.runner.tasks import (
     CacheFolders,
@@ -148,20 +148,52 @@ def execute(
     This loop alone crosschecks, stores and reports; once the run ends its cells are put in
     plan order, whatever order an executor finished them in."""
 
-    def keep(cell: Cell) -> None:
-        crosscheck(cell, run.cells)
-        run.cells.append(cell)
-        for sink in sinks:
-            sink(run, cell)
-        reporter.end_cell(cell)
+    def keep(result: Cell | list[Cell]) -> None:
+        for cell in result if isinstance(result, list) else [result]:
+            crosscheck(cell, run.cells)
+            run.cells.append(cell)
+            for sink in sinks:
+                sink(run, cell)
+            reporter.end_cell(cell)
 
-    tasks = [CellTask(item, options, index) for index, item in enumerate(planned)]
+    tasks = cell_tasks(planned, options)
     try:
         caches = Caches(options.cache, options.cache_root)
         drain(executor, tasks, caches=caches, reporter=reporter, run=run, keep=keep)
     finally:
         _in_plan_order(run)
     return run
+
+
+def cell_tasks(planned: Sequence[PlannedCell], options: RunOptions) -> list[CellTask | SharedTask]:
+    """The run's tasks: a cell each, or with --workers per-stack, each run of consecutive
+    cells to measure that can share a worker (plan.schedule put them together) as one."""
+    tasks: list[CellTask | SharedTask] = []
+    group: list[CellTask] = []
+    for index, item in enumerate(planned):
+        task = CellTask(item, options, index)
+        if options.workers != PER_STACK or item.skip_reason:
+            tasks.append(task)
+            continue
+        if group and _sharing(group[-1], options) != _sharing(task, options):
+            tasks.append(_task_of(group))
+            group = []
+        group.append(task)
+        if index + 1 == len(planned) or planned[index + 1].skip_reason:
+            tasks.append(_task_of(group))
+            group = []
+    return tasks
+
+
+def _sharing(task: CellTask, options: RunOptions) -> tuple[Any, ...]:
+    """What the cells of one shared worker have in common: plan.shared_worker_key, and the
+    64-bit setting the parent decides for them."""
+    spec = task.item.spec
+    return (*shared_worker_key(spec), wants_x64(spec, options.x64))
+
+
+def _task_of(group: list[CellTask]) -> CellTask | SharedTask:
+    return group[0] if len(group) == 1 else SharedTask(tuple(group))
 
 
 @dataclass(frozen=True)
@@ -196,6 +228,65 @@ class CellTask:
         cell.memory.predicted_device_bytes = item.predicted_device_bytes
         cell.node = dict(node)
         return cell
+
+
+@dataclass(frozen=True)
+class SharedTask:
+    """Consecutive cells of one stack as a task (--workers per-stack): measured one after
+    another in one shared worker wherever an executor runs it, its compile cache the first
+    cell's folder."""
+
+    cells: tuple[CellTask, ...]
+
+    def label(self) -> str:
+        first = self.cells[0].item.spec
+        return f"{first.stack} @ {first.device}: {len(self.cells)} cells in one worker"
+
+    def placement(self) -> Placement:
+        first = self.cells[0]
+        predicted = [task.item.predicted_bytes for task in self.cells]
+        # The worker holds one cell at a time: its need is the largest cell's.
+        need = None if None in predicted else max(p for p in predicted if p is not None)
+        return Placement(first.item.spec.device, need, force=first.options.force)
+
+    def run(self, where: Where) -> list[Cell]:
+        first = self.cells[0]
+        options, caches = first.options, where.caches
+        folder = caches.for_cell(first.index)
+        try:
+            cells = _measured_together(self.cells, options, caches, folder, where.on_progress)
+        finally:
+            caches.release(folder)
+        for task, cell in zip(self.cells, cells, strict=True):
+            cell.memory.predicted_bytes = task.item.predicted_bytes
+            cell.memory.predicted_device_bytes = task.item.predicted_device_bytes
+            cell.node = dict(where.node)
+        return cells
+
+    def not_run(self, status: str, reason: str, node: dict[str, Any]) -> list[Cell]:
+        return [task.not_run(status, reason, node) for task in self.cells]
+
+
+def _measured_together(
+    tasks: Sequence[CellTask],
+    options: RunOptions,
+    caches: CacheFolders,
+    folder: Path,
+    on_progress: Callable[[str], None] | None,
+) -> list[Cell]:
+    """The cells measured in one shared worker whose compile cache is ``folder``."""
+    specs = [task.item.spec for task in tasks]
+    try:
+        limits = Limits(options.timeout_s, options.memory_budget)
+        files = options.workload_files
+        checked = caches.start_checked(specs[0].stack, folder, limits, on_progress, files)
+    except MachineChecksFailed as exc:
+        why = str(exc)
+        return [failed_cell(request_for(spec, options, folder), "error", why) for spec in specs]
+    requests = [request_for(spec, options, folder, checked) for spec in specs]
+    return run_in_shared_worker(
+        requests, options.timeout_s, options.memory_budget, on_progress=on_progress
+    )
 
 
 def measure_cell(

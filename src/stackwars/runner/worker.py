@@ -30,7 +30,16 @@ from stackwars.frameworks import (
 from stackwars.frameworks.base import DeviceUnavailable, Framework, RunSettings
 from stackwars.ir.analyse import analyse
 from stackwars.ir.normalise import normalise
-from stackwars.results.schema import Cell, Compiles, Cpu, Memory, Program, Steady, WorkCounts
+from stackwars.results.schema import (
+    Cell,
+    Compiles,
+    Cpu,
+    Memory,
+    Program,
+    Steady,
+    WorkCounts,
+    Worker,
+)
 from stackwars.runner.child import ProgressWriter, serve
 from stackwars.runner.failure import error_reason
 from stackwars.runner.high_water import high_water_bytes, reset_high_water
@@ -46,6 +55,22 @@ Call = Callable[[], Any]
 # in 32 bits); 64-bit integers (indices, counts) alone do not: they say nothing of precision.
 WIDE_DTYPES = ("float64", "complex128")
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "out of memory", "OutOfMemoryError", "ResourceExhausted")
+
+
+class OwnWorkerNeeded(Exception):
+    """A cell a shared worker cannot measure (its settings are not those the framework started
+    with): the parent measures it in a worker of its own, and says why."""
+
+
+@dataclass(frozen=True)
+class Started:
+    """A framework imported and started in this worker: the settings it started with and what
+    its cells record of that start (environment, BLAS, the framework's effective settings,
+    versions)."""
+
+    framework: Framework
+    settings: RunSettings
+    record: dict[str, Any]
 
 
 class CellFailed(Exception):
@@ -168,8 +193,19 @@ class Prepared:
 class CellRun:
     """The timing protocol for one cell, stage by stage, filling ``self.cell``."""
 
-    def __init__(self, request: Request, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        request: Request,
+        progress: Progress | None = None,
+        started: Started | None = None,
+        worker: Worker | None = None,
+    ) -> None:
+        """``started``: the framework an earlier cell of this worker started (--workers
+        per-stack), ``worker`` saying how many cells came before this one."""
         self.request = request
+        self.started = started
+        # A later cell of a shared worker: whether its peaks could be told from earlier cells'.
+        self.own_peaks = False
         self.progress: Progress = progress or (lambda text, change: None)
         spec = request.cell
         self.cell = Cell(
@@ -179,6 +215,7 @@ class CellRun:
             device=spec.device,
             to_host=spec.to_host,
             repeat=spec.repeat,
+            worker=worker or Worker(),
         )
         self.workload = workloads.get(spec.workload)
         self.params = self.workload.resolve(spec.params)
@@ -186,8 +223,12 @@ class CellRun:
         self.first_run_peak: int | None = None  # the high-water mark reset after the first run
 
     def run(self) -> Cell:
+        """The cell measured, also when the work failed (its status says how); raises
+        OwnWorkerNeeded alone, for a cell a shared worker cannot measure."""
         try:
             self._run()
+        except OwnWorkerNeeded:
+            raise
         except CellFailed as failed:
             self.cell.status, self.cell.reason = failed.status, failed.reason
         except Exception as exc:
@@ -196,9 +237,15 @@ class CellRun:
         self.cell.memory.peak_rss_bytes = self._process_peak()
         return self.cell
 
-    def _process_peak(self) -> int:
-        """The whole process's peak: its two parts' larger when the mark was reset."""
-        return max(peak_rss_bytes(), self.first_run_peak or 0)
+    def _process_peak(self) -> int | None:
+        """The whole process's peak: its two parts' larger when the mark was reset. A later
+        cell of a shared worker has the high-water mark since it began (None where the mark
+        cannot be reset: the process's peak may be an earlier cell's)."""
+        if self.cell.worker.position == 0:
+            return max(peak_rss_bytes(), self.first_run_peak or 0)
+        if not self.own_peaks:
+            return None
+        return max(high_water_bytes() or 0, self.first_run_peak or 0)
 
     def _first_run_ended(self, framework: Framework, total_s: float) -> None:
         """The first run's phases, and its peak resident set, the mark then reset so that
@@ -216,6 +263,39 @@ class CellRun:
             raise CellFailed(
                 "unsupported", f"workload {spec.workload!r} has no {spec.framework} implementation"
             )
+        if self.started is None:
+            self.started, settings, early_inputs = self._start(settings)
+        else:
+            settings, early_inputs = self._join(self.started, settings)
+        framework = self.started.framework
+        self.cell.settings = {
+            **self.started.record,
+            "run": vars(settings),
+            "timing": vars(self.request.timing),
+            "seed": self.request.seed,
+        }
+        self.progress("making inputs and placing them", True)
+        inputs = early_inputs or self.workload.make_inputs(self.params, self.request.seed)
+        prepared, bound = self._prepare(framework, builder(self.params), inputs, settings)
+        self.prepared = prepared
+        measurement = self._measure(prepared)
+        if self.first_run_peak is not None:
+            self.cell.memory.timed_peak_rss_bytes = high_water_bytes()
+        self._record(framework, measurement)
+        self.cell.memory.peak_rss_bytes = self._process_peak()
+        self.progress("counting one call's allocations", True)
+        call, _, sync = self._calls(prepared)
+        self.cell.memory.call_peak_bytes = framework.call_peak_bytes(lambda: sync(call()))
+        self.progress("reading the compiled program", True)
+        self._read_program(framework, prepared)
+        self.progress("parity against the reference", True)
+        self._check_parity(framework, prepared.fn, prepared.args, inputs, bound)
+
+    def _start(self, settings: RunSettings) -> tuple[Started, RunSettings, tuple[Any, ...] | None]:
+        """The framework imported and its runtime started for this cell, each timed; the
+        settings it started with (x64 decided from the inputs when asked) and the inputs made
+        for that decision, if any."""
+        spec = self.request.cell
         framework = load_framework(spec.framework, spec.mode)
         environment = {**home_environment(settings), **framework.environment(settings)}
         inherited = inherited_environment(spec.framework, environment)
@@ -233,33 +313,37 @@ class CellRun:
         environment.update(decided)  # recorded as init applies it
         self.progress("starting the runtime", True)
         effective, times.init_s = timed(lambda: framework.init(settings))
-        self.cell.settings = {
+        record = {
             "environment": environment,
             "inherited_environment": inherited,
             "blas": blas_libraries(),
             "framework": {**effective, **framework.runtime_settings()},
-            "run": vars(settings),
-            "timing": vars(self.request.timing),
-            "seed": self.request.seed,
             "versions": package_versions(FRAMEWORKS[spec.framework].distributions),
         }
         self.cell.memory.rss_after_import_bytes = peak_rss_bytes()
-        self.progress("making inputs and placing them", True)
-        inputs = early_inputs or self.workload.make_inputs(self.params, self.request.seed)
-        prepared, bound = self._prepare(framework, builder(self.params), inputs, settings)
-        self.prepared = prepared
-        measurement = self._measure(prepared)
-        if self.first_run_peak is not None:
-            self.cell.memory.timed_peak_rss_bytes = high_water_bytes()
-        self._record(framework, measurement)
-        self.cell.memory.peak_rss_bytes = self._process_peak()
-        self.progress("counting one call's allocations", True)
-        call, _, sync = self._calls(prepared)
-        self.cell.memory.call_peak_bytes = framework.call_peak_bytes(lambda: sync(call()))
-        self.progress("reading the compiled program", True)
-        self._read_program(framework, prepared)
-        self.progress("parity against the reference", True)
-        self._check_parity(framework, prepared.fn, prepared.args, inputs, bound)
+        return Started(framework, settings, record), settings, early_inputs
+
+    def _join(
+        self, started: Started, settings: RunSettings
+    ) -> tuple[RunSettings, tuple[Any, ...] | None]:
+        """This cell's settings in a worker an earlier cell started (--workers per-stack), and
+        the inputs made to decide them; OwnWorkerNeeded when they are not the settings the
+        framework started with (it cannot start twice: TensorFlow refuses its threads set
+        again, JAX its 64-bit mode). The high-water mark is reset, so the peaks this cell
+        records are its own."""
+        settings, early_inputs, _ = self._x64_from_inputs(started.framework, settings)
+        if settings != started.settings:
+            differ = {
+                name: value
+                for name, value in vars(settings).items()
+                if vars(started.settings)[name] != value
+            }
+            raise OwnWorkerNeeded(
+                f"it runs with {differ}, the worker's framework started with "
+                f"{ {name: vars(started.settings)[name] for name in differ} }"
+            )
+        self.own_peaks = reset_high_water()
+        return settings, early_inputs
 
     def _read_program(self, framework: Framework, prepared: Prepared) -> None:
         """The program's dialect, operations and FLOPs (Cell.program); one that cannot be read

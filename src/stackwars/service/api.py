@@ -23,6 +23,7 @@ from stackwars.config import (
     RunOptions,
     jobs_warnings,
     option_warnings,
+    workers_warnings,
 )
 from stackwars.errors import UsageError
 from stackwars.frameworks import (
@@ -91,11 +92,11 @@ def plan_cells(
 ) -> PlannedRun:
     """A new run of cells the caller chose (the claims service: what its claims need), each
     ``measure.repeat`` times in interleaved fresh workers."""
-    cells = plan.schedule(chosen, measure.repeat, measure.order_seed)
+    cells = plan.schedule(chosen, measure.repeat, measure.order_seed, options.workers)
     record = _new_run(options, cells, argv, label)
     planned = plan.plan_for(cells, options)
     warnings = machine_warnings(record.machine) + option_warnings(options)
-    warnings += jobs_warnings(options)
+    warnings += jobs_warnings(options) + workers_warnings(options)
     return PlannedRun(record, planned, options, warnings)
 
 
@@ -114,6 +115,7 @@ def plan_rerun(
     record = _new_run(options, cells, argv, label)
     planned = plan.plan_for(cells, options)
     warnings = machine_warnings(record.machine) + jobs_warnings(options)
+    warnings += workers_warnings(options)
     return PlannedRun(record, planned, options, warnings)
 
 

@@ -17,6 +17,8 @@ from stackwars.config import (
     CACHE_MODES,
     INPUT_MODES,
     MATMUL_PRECISIONS,
+    PER_STACK,
+    WORKER_MODES,
     RunOptions,
     check_fraction,
     choose,
@@ -75,6 +77,7 @@ class Measure:
     matmul_precision: str = "highest"  # highest, high or default (config.MATMUL_PRECISIONS)
     inputs: str = "resident"  # or per-call: placed on the device inside every timed call
     jobs: int = 1  # cells at a time on this machine (--jobs; config.RunOptions.jobs)
+    workers: str = "per-cell"  # or per-stack: a stack's cells in one worker (config.WORKER_MODES)
     seed: int = 0
     repeat: int = 1
     order_seed: int = 0
@@ -150,7 +153,21 @@ def run_options(
         matmul_precision=choose("matmul precision", measure.matmul_precision, MATMUL_PRECISIONS),
         inputs=choose("inputs", measure.inputs, INPUT_MODES),
         jobs=measure.jobs,
+        workers=_workers(measure.workers, cache),
     )
+
+
+def _workers(workers: str, cache: str) -> str:
+    """The --workers mode, refused with cold-then-warm: that measures each cell's first run
+    again in a fresh worker, which a cell's first run in a shared worker is not."""
+    choose("workers", workers, WORKER_MODES)
+    if workers == PER_STACK and cache == "cold-then-warm":
+        raise UsageError(
+            "--cache cold-then-warm measures each cell's first run again after a fresh "
+            "worker's, and --workers per-stack gives a cell no fresh worker: use --workers "
+            "per-cell (the default) with it, or another --cache"
+        )
+    return workers
 
 
 def _cache(measure: Measure, suite: Suite | None) -> tuple[str, Path | None]:
