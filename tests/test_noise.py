@@ -57,10 +57,30 @@ def test_a_cell_too_noisy_for_the_session_s_rounds_is_named_with_what_it_needs()
     assert list(found) == ["noisy"]
     assert found["noisy"].startswith("needs at least ")
     assert (
-        "within 10% at its noise (a round's paired spread 30.0% over 20 A/A rounds"
-        in found["noisy"]
+        "within 10% beside the 2 gated cell(s) at its noise (a round's paired spread 30.0% "
+        "over 20 A/A rounds" in found["noisy"]
     )
     assert found["noisy"].endswith("this session has 10")
+
+
+def test_the_triage_gates_the_cells_a_session_can_pass_together() -> None:
+    """A session passes when all its gated cells pass: ten cells each shown within 10 % by 10
+    rounds at 80 % would pass together about 0.8^10 = 11 % of the time. The triage gates the
+    quietest cells that pass together at 80 %."""
+    margin = math.log1p(0.10)
+    assert rounds_to_pass(0.1, margin, 0.05) <= 10  # alone, each would be gated
+    equal = table(**{f"c{i}": 0.1 for i in range(10)})
+    labels = list(equal.cells)
+    kept = [label for label in labels if label not in triage(equal, labels, 10, 0.05, 10)]
+    power = 0.8 ** (1 / len(kept))
+    assert 1 <= len(kept) < 10
+    assert rounds_to_pass(0.1, margin, 0.05, power) <= 10
+    assert rounds_to_pass(0.1, margin, 0.05, 0.8 ** (1 / (len(kept) + 1))) > 10
+    enough = rounds_to_pass(0.1, margin, 0.05, 0.8 ** (1 / 10))
+    assert triage(equal, labels, 10, 0.05, enough) == {}
+    # The quietest are kept: a noisier cell goes first.
+    mixed = table(quiet=0.05, middle=0.1, noisy=0.14)
+    assert list(triage(mixed, ["noisy", "middle", "quiet"], 10, 0.05, 12)) == ["noisy"]
 
 
 def test_a_not_gated_cell_does_not_hold_the_outcome_open_and_can_still_fail() -> None:

@@ -231,14 +231,17 @@ def rounds_at_least(log_ratios: Sequence[float], margin: float, alpha: float) ->
     return max(rounds_to_reach(alpha), int(min(normal, MOST_ROUNDS)))
 
 
-def rounds_to_pass(spread: float, margin: float, alpha: float) -> int:
+def rounds_to_pass(
+    spread: float, margin: float, alpha: float, power: float = PLANNING_POWER
+) -> int:
     """The rounds a cell whose paired log ratio spreads by ``spread`` a round (its standard
     deviation, from rounds measured before) needs to be shown below ``margin`` when it did not
-    change, at ``alpha`` with 80 % power: the normal sample-size rule, at least the sign
-    flip's minimum. Known before the session: the noise triage's measure (ab/data.py)."""
+    change, at ``alpha`` with ``power`` (80 % by default): the normal sample-size rule, at least
+    the sign flip's minimum. Known before the session: the noise triage's measure
+    (ab/data.py), which asks each of k cells for the power that lets all k pass together."""
     from scipy.stats import norm
 
-    z = norm.isf(alpha) + norm.isf(1 - PLANNING_POWER)
+    z = norm.isf(alpha) + norm.isf(1 - power)
     normal = math.ceil((z * spread / margin) ** 2) if margin > 0 else math.inf
     return max(rounds_to_reach(alpha), int(min(normal, MOST_ROUNDS)))
 

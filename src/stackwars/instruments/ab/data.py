@@ -2,14 +2,16 @@
 session (``stackwars ab --write-noise FILE``, both sides the same), and the triage an A/B
 session makes with it (``ab --noise FILE``).
 
-A cell whose spread needs more rounds than the session has to be shown within the pass limit
-(``timing/sequential.py``'s ``rounds_to_pass``) is *not gated in this job*: when the session
-leaves it undecided it is listed with the rounds it needs instead of making the whole session
-``underpowered``. The triage is decided from rounds the candidate did not touch, so a
+A session passes only when every gated cell is shown within the pass limit, so the triage plans
+for the session, not the cell: it gates the most cells, quietest first, that the session's
+rounds can all show within the limit together with 80 % probability (each of k cells at power
+0.8^(1/k), ``timing/sequential.py``'s ``rounds_to_pass``), since a suite of cells each passed at
+80 % would itself pass far less often. Every other cell is *not gated in this job*: when the
+session leaves it undecided it is listed with the rounds it needs instead of making the whole
+session ``underpowered``. The triage is decided from rounds the candidate did not touch, so a
 regression cannot make its own cell ungated by making it noisy (a slowdown in a share of the
-candidate's processes does); a not-gated cell stays in the failure family, so a regression
-large enough still fails it. A table is one machine's: read on another fingerprint it is
-refused.
+candidate's processes does); a not-gated cell stays in the failure family, so a regression large
+enough still fails it. A table is one machine's: read on another fingerprint it is refused.
 
 File format (``NOISE_FORMAT``), JSON: ``{"format", "machine": {"fingerprint", "cpu_model"},
 "measured" (UTC, ISO 8601), "command", "rounds", "cells": {label: {"rounds", "spread"}}}``,
@@ -33,7 +35,7 @@ from stackwars.results import metadata
 from stackwars.results.comparison import ComparisonRow
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import now
-from stackwars.timing.sequential import Paired, rounds_to_pass
+from stackwars.timing.sequential import PLANNING_POWER, Paired, rounds_to_pass
 
 NOISE_FORMAT = 1
 FEWEST_AA_ROUNDS = 3  # below this a cell's spread is not kept: two rounds barely show one
@@ -108,21 +110,31 @@ def triage(
     table: NoiseTable, labels: Iterable[str], pass_limit_pct: float, alpha: float, rounds: int
 ) -> dict[str, str]:
     """The cells among ``labels`` that ``rounds`` rounds cannot show within ``pass_limit_pct``
-    at their measured spread, each with why; a cell the table does not hold is gated."""
+    together with the others gated (module docstring), each with why; a cell the table does
+    not hold is gated, and counts among the cells that must pass together."""
     margin = math.log1p(pass_limit_pct / 100)
+    chosen = list(labels)
+    known = sorted((table.cells[label].spread, label) for label in chosen if label in table.cells)
+    unknown = len(chosen) - len(known)
+    gated = len(known)
+    while gated and _needed(known[gated - 1][0], margin, alpha, gated + unknown) > rounds:
+        gated -= 1
     why = {}
-    for label in labels:
-        noise = table.cells.get(label)
-        if noise is None:
-            continue
-        needed = rounds_to_pass(noise.spread, margin, alpha)
-        if needed > rounds:
-            why[label] = (
-                f"needs at least {needed} rounds to be shown within {pass_limit_pct:g}% at its "
-                f"noise (a round's paired spread {noise.spread * 100:.1f}% over {noise.rounds} "
-                f"A/A rounds, {table.measured[:10]}); this session has {rounds}"
-            )
-    return why
+    for spread, label in known[gated:]:
+        needed = _needed(spread, margin, alpha, gated + unknown + 1)
+        why[label] = (
+            f"needs at least {needed} rounds to be shown within {pass_limit_pct:g}% beside the "
+            f"{gated + unknown} gated cell(s) at its noise (a round's paired spread "
+            f"{spread * 100:.1f}% over {table.cells[label].rounds} A/A rounds, "
+            f"{table.measured[:10]}); this session has {rounds}"
+        )
+    return {label: why[label] for label in chosen if label in why}
+
+
+def _needed(spread: float, margin: float, alpha: float, cells: int) -> int:
+    """The rounds one of ``cells`` cells needs so that all of them pass together with the
+    planning power."""
+    return rounds_to_pass(spread, margin, alpha, PLANNING_POWER ** (1 / max(cells, 1)))
 
 
 def _here() -> str:
