@@ -6,18 +6,25 @@ cost, side by side.
     python benchmarks/power/render_rounds.py DIR
 
 ``DIR`` holds, per design NAME (``sequential``: the sides one after the other, as ab always
-ran them; ``duet``: both at once on a core each), ``NAME.json`` (the session's ``--json``),
+ran them; ``duet``: both at once on a core each; ``per-stack`` and ``per-stack-duet``: the
+same with ``--workers per-stack``, a worker a stack and side each round, its cells in a drawn
+order), ``NAME.json`` (the session's ``--json``),
 ``NAME-noise.json`` (its ``--write-noise``) and ``NAME-costs.json``, which ``--costs`` writes
 from the session's round files (``NAME-rounds/``, its ``--out``, too large to keep): per cell
-the mean wall time of its workers, the whole worker from start to exit.
+the mean wall time of its workers, the whole worker from start to exit (in a shared worker,
+the cell's own span in it, the first cell's with the framework's import: summed over a stack's
+cells, the worker's life but its start).
 
 Prints Markdown: per design the rounds, the session's seconds and a round's; per cell each
 design's paired spread (the standard deviation of a round's log ratio), the rounds it needs to
 be shown within 10 % at one look (``timing/sequential.py``'s ``rounds_to_pass``) and its
 workers' wall time; then, per group of stacks a gate could be given, what a round of those
 cells costs (both sides' workers, one after the other, or one side's in a duet, the sides at
-once, plus the design's own cost a round: its measured round less its workers), how many
-rounds 15 minutes afford at that cost and how many of its cells they decide. docs/evidence.md
+once, plus its share of the design's own cost a round: its measured round less its workers,
+shared by the workers it starts), how many
+rounds 15 minutes afford at that cost and how many of its cells they can gate (ab's triage:
+the most cells, quietest first, all shown within the limit together with 80 % probability, at
+the spreads the design's session measured). docs/evidence.md
 holds its output between ``rendered`` markers; tests/test_rendered_docs.py renders it again.
 """
 
@@ -31,6 +38,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from stackwars.instruments.ab.data import CellNoise, NoiseTable, triage
 from stackwars.results.comparison import label
 from stackwars.results.schema import Cell
 from stackwars.timing.sequential import rounds_to_pass
@@ -38,7 +46,7 @@ from stackwars.timing.sequential import rounds_to_pass
 PASS_LIMIT = 0.10  # the gate's default --pass-below
 ALPHA = 0.05
 BUDGET_S = 900.0  # a CI job's time for the gate (docs/ci.md's --time-budget default)
-DESIGNS = ("sequential", "duet")
+DESIGNS = ("sequential", "duet", "per-stack", "per-stack-duet")
 SIDES = ("baseline", "candidate")
 # Groups of the quick suite's stacks a gate could be given, cheapest imports first.
 GROUPS = {
@@ -72,18 +80,21 @@ def write_costs(folder: Path, name: str) -> None:
 
 def render(folder: Path) -> str:
     found = {name: load(folder, name) for name in DESIGNS if (folder / f"{name}.json").is_file()}
-    first = next(iter(found.values()))[1]
+    machines = {(n["machine"]["cpu_model"], n["machine"]["fingerprint"])
+                for _, n, _ in found.values()}  # fmt: skip
+    if len(machines) != 1:
+        raise SystemExit(f"the sessions ran on several machines, not comparable: {machines}")
+    ((model, fingerprint),) = machines
     lines = [
-        f"Machine {first['machine']['cpu_model']} (fingerprint "
-        f"`{first['machine']['fingerprint']}`), measured "
-        f"{first['measured'][:16].replace('T', ' ')} UTC.",
+        f"Machine {model} (fingerprint `{fingerprint}`).",
         "",
-        "| design | rounds | session | a round |",
-        "| --- | ---: | ---: | ---: |",
+        "| design | measured (UTC) | rounds | session | a round |",
+        "| --- | --- | ---: | ---: | ---: |",
     ]
-    for name, (session, _, _) in found.items():
+    for name, (session, noise, _) in found.items():
         rounds, elapsed = session["session"]["rounds"], session["session"]["elapsed_s"]
-        lines.append(f"| {name} | {rounds} | {elapsed:.0f} s | {elapsed / rounds:.0f} s |")
+        when = noise["measured"][:16].replace("T", " ")
+        lines.append(f"| {name} | {when} | {rounds} | {elapsed:.0f} s | {elapsed / rounds:.0f} s |")
     header = " | ".join(f"{name}: spread, rounds, a worker" for name in found)
     lines += ["", f"| cell | {header} |", "| --- |" + " ---: |" * len(found)]
     needed = {name: _needed(noise) for name, (_, noise, _) in found.items()}
@@ -97,7 +108,8 @@ def render(folder: Path) -> str:
             worker = f"{wall:.1f} s" if wall is not None else "–"
             texts.append(f"{spread}, {needed[name].get(cell, '–')}, {worker}")
         lines.append(f"| {cell} | " + " | ".join(texts) + " |")
-    return "\n".join([*lines, "", *_groups(found, needed, walls)]) + "\n"
+    noises = {name: noise for name, (_, noise, _) in found.items()}
+    return "\n".join([*lines, "", *_groups(found, noises, walls)]) + "\n"
 
 
 def _needed(noise: dict[str, Any]) -> dict[str, int]:
@@ -111,14 +123,16 @@ def _walls(costs: dict[str, Any]) -> dict[str, float]:
 
 def _groups(
     found: dict[str, tuple[dict[str, Any], ...]],
-    needed: dict[str, dict[str, int]],
+    noises: dict[str, dict[str, Any]],
     walls: dict[str, dict[str, float]],
 ) -> list[str]:
     """Per group of stacks (each adding to the ones before): what a round of its cells costs
     in each design, from that design's own workers (sequential: both sides' workers in turn;
     duet: the sides at once, each on its core), how many rounds a CI job's budget affords at
-    that cost, and how many of the group's cells those rounds can show within the limit."""
-    header = " | ".join(f"{name}: a round, rounds in {BUDGET_S // 60:.0f} min, cells it decides"
+    that cost, and how many of the group's cells those rounds can gate: ab's triage with the
+    design's noise table, the cells all shown within the limit together with 80 %
+    probability."""
+    header = " | ".join(f"{name}: a round, rounds in {BUDGET_S // 60:.0f} min, cells they gate"
                         for name in found)  # fmt: skip
     lines = [f"| stacks | cells | {header} |", "| --- | ---: |" + " ---: |" * len(found)]
     stacks: tuple[str, ...] = ()
@@ -127,25 +141,49 @@ def _groups(
         texts, count = [], 0
         for name, (session, _, _) in found.items():
             cells = [c for c in walls[name] if any(f" {stack} " in c for stack in stacks)]
-            cost = _workers_cost(name, walls[name], cells) + _overhead(name, session, walls[name])
+            cost = _workers_cost(name, walls[name], cells)
+            cost += _overhead(name, session, walls[name], cells)
             rounds = int(BUDGET_S // cost)
-            decided = sum(1 for c in cells if needed[name].get(c, math.inf) <= rounds)
+            decided = len(cells) - len(triage(_table(noises[name]), cells, PASS_LIMIT * 100,
+                                              ALPHA, rounds))  # fmt: skip
             texts.append(f"{cost:.0f} s, {rounds}, {decided}")
             count = len(cells)
         lines.append(f"| {group} | {count} | " + " | ".join(texts) + " |")
     return lines
 
 
+def _table(noise: dict[str, Any]) -> NoiseTable:
+    """The session's noise table as ab reads it (on any machine: this only renders it)."""
+    cells = {cell: CellNoise(**data) for cell, data in noise["cells"].items()}
+    machine = noise["machine"]
+    return NoiseTable(machine["fingerprint"], machine["cpu_model"], noise["measured"],
+                      noise["command"], noise["rounds"], cells)  # fmt: skip
+
+
 def _workers_cost(design: str, walls: dict[str, float], cells: list[str]) -> float:
     """A round's workers: both sides in turn, or (duet) the sides at once."""
     one_side = sum(walls[c] for c in cells)
-    return 2 * one_side if design == "sequential" else one_side
+    return one_side if design.endswith("duet") else 2 * one_side
 
 
-def _overhead(design: str, session: dict[str, Any], walls: dict[str, float]) -> float:
-    """What a round cost beyond its workers (the sides' processes, the runs' set-up)."""
+def _overhead(
+    design: str, session: dict[str, Any], walls: dict[str, float], cells: list[str]
+) -> float:
+    """What a round of ``cells`` costs beyond its workers' measured spans: the session's
+    measured round less all its workers, shared by the workers the round starts (a worker a
+    cell, or a stack with shared workers) and charged by the workers ``cells`` start. Each
+    worker's start (Python, stackwars, the framework's checks) is most of it; the sides' own
+    processes are a small part charged alike, so a small group's cost is a little low."""
     measured = session["session"]["elapsed_s"] / session["session"]["rounds"]
-    return max(0.0, measured - _workers_cost(design, walls, list(walls)))
+    total = max(0.0, measured - _workers_cost(design, walls, list(walls)))
+    return total * len(_workers(design, cells)) / len(_workers(design, list(walls)))
+
+
+def _workers(design: str, cells: list[str]) -> set[str]:
+    """The workers one side starts for ``cells``: one a cell, or one a stack (per-stack)."""
+    if design.startswith("per-stack"):
+        return {cell.rsplit(" @ ", 1)[0].rsplit(" ", 1)[1] for cell in cells}
+    return set(cells)
 
 
 if __name__ == "__main__":
