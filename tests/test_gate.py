@@ -508,6 +508,25 @@ def test_one_look_is_placed_after_round_one_at_the_rounds_the_budget_affords(
     assert outcome.verdict.outcome == PASS
 
 
+def test_one_look_moves_to_where_the_budget_ended_the_rounds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The first round takes 100 s under 650 s, so the look is planned after round 6; later
+    rounds take 120 s, the budget ends the rounds after round 5, and the one look is there
+    (a session that judged nothing at its planned look, 2026-11-29, spent its 900 s)."""
+    fake_rounds(monkeypatch, tmp_path, cells=3)
+    ticks = iter([0.0, 100.0, *(100.0 + 120.0 * n for n in range(1, 40))])
+    session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), tmp_path, gate=GATE,
+                         time_budget_s=650, one_look=True)  # fmt: skip
+    outcome = ab.run_session(session, lambda text: None, lambda: next(ticks))
+    assert "the budget (650 s) allows 6 round(s)" in outcome.plan
+    assert outcome.rounds == 5
+    assert outcome.stopped.endswith("its one look is after round 5, where the budget ended")
+    assert outcome.verdict is not None and outcome.verdict.family is not None
+    assert outcome.verdict.family.looks == "one look after round 5, paired by round"
+    assert outcome.verdict.outcome == PASS
+
+
 def run_of(rng: random.Random, cells: int, run_sd: float, workers: int = 3) -> list[Cell]:
     """One separate run: every cell moved by the run's own effect, then its workers' spread."""
     shift = rng.gauss(0, run_sd)

@@ -243,7 +243,13 @@ def _measure(
         else:
             listen(_progress(outcome, session, None))
         if outcome.rounds + 1 > affordable:
-            return f"time budget ({session.time_budget_s:g} s) reached", session
+            why, moved = (
+                f"time budget ({session.time_budget_s:g} s) reached",
+                _look_now(session, outcome.rounds),
+            )
+            if moved is not session:
+                why += f": its one look is after round {outcome.rounds}, where the budget ended"
+            return why, moved
     return f"--max-rounds {session.max_rounds} reached", session
 
 
@@ -252,6 +258,16 @@ def one_look_at(session: Session, affordable: int) -> Session:
     round's cost (at most ``max_rounds``, at least two): fixed from that time alone, never
     from what the rounds measured, so the one look's max-T keeps its level."""
     rounds = max(FEWEST_ROUNDS, min(session.max_rounds, affordable))
+    return replace(session, min_rounds=rounds, max_rounds=rounds)
+
+
+def _look_now(session: Session, rounds: int) -> Session:
+    """With ``one_look``, its look moved to round ``rounds``, where the budget ended the rounds
+    when later rounds took longer than the first: where it falls is decided by the rounds'
+    durations alone (a duration does not depend on which side a round favours), so its max-T
+    keeps its level, and the rounds the session paid for are judged instead of none."""
+    if not session.one_look or rounds >= session.max_rounds or rounds < FEWEST_ROUNDS:
+        return session
     return replace(session, min_rounds=rounds, max_rounds=rounds)
 
 
