@@ -1,6 +1,6 @@
 """Benchmark: the gate's false alarms and power on fresh `stackwars ab` sessions (issue 34).
 
-    python benchmarks/power/fresh_sessions.py setup --venvs DIR
+    python benchmarks/power/fresh_sessions.py setup --venvs DIR [--extras jax,torch]
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind aa --count 20 --out DIR
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind ab --count 20 --out DIR
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind quick --count 20 --out DIR
@@ -10,6 +10,8 @@
         --out DIR
     python benchmarks/power/fresh_sessions.py analyse --out DIR
     python benchmarks/power/fresh_sessions.py redecide --out DIR
+    python benchmarks/power/fresh_sessions.py redecide-recipe --out DIR -- NOISE.json
+    python benchmarks/power/fresh_sessions.py summarise --out DIR --kind recipe > FILE.json
     python benchmarks/power/fresh_sessions.py sessions ... -- AB_OPTIONS [-- RUN_OPTIONS]
 
 ``setup`` makes two virtual environments of identical content (this checkout installed in
@@ -27,6 +29,8 @@ sessions already there):
 * ``quick-one-thread`` and ``quick-duet``: the same with ``--threads 1``, then with both
   sides' rounds at once on a core each (``ab --duet``): what a round costs and how its cells
   spread, the measure of issue 54's cheap rounds;
+* ``recipe``: docs/ci.md's recipe exactly (``RECIPE_AB``, ``RECIPE_RUN``), A/A, its noise
+  table given as ``-- --noise FILE``;
 * ``separate``: docs/ci.md's "Two separate runs": the twelve cells run ``--repeat 3`` in the
   baseline environment, then in the candidate's, then ``stackwars compare`` with the same gate
   (the run-to-run term its default); the session's time is written into its compare.json.
@@ -63,29 +67,41 @@ CELLS = [
 # sizes); 0.065 aims at the issue's measured +10 % for the 512² cells. Reported as measured.
 SLOWED = ["--candidate-env", "REGRESS_EXTRA=0.065"]
 ONE_THREAD = ["--suite", "quick", "--threads", "1"]
+# docs/ci.md's recipe (issue 54): its run options, and its ab options besides the gate's and
+# --noise (the machine's noise table, given after the kind's "--": it is the machine's, not
+# the recipe's). tests/test_ci_recipe.py checks docs/ci.md shows exactly these.
+RECIPE_RUN = ["--suite", "quick", "--stacks", "numpy,jax,torch:eager", "--threads", "1",
+              "--workers", "per-stack"]  # fmt: skip
+RECIPE_AB = ["--duet", "--one-look", "--max-rounds", "60"]
+# The recipe gates time alone: a worker's peak RSS varies between processes by far more than a
+# 10 % limit here (docs/ci.md renders each cell's paired spread of peak RSS in the recipe's
+# noise session), so a memory limit would leave every session underpowered.
+RECIPE_GATE = ["--fail-above", "5"]
 KINDS = {
     "aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"], "separate": CELLS,
-    "quick-one-thread": ONE_THREAD, "quick-duet": ONE_THREAD,
+    "quick-one-thread": ONE_THREAD, "quick-duet": ONE_THREAD, "recipe": RECIPE_RUN,
 }  # fmt: skip
 # The ab options a kind adds to the gate's (issue 54's cheap rounds: the same recipe with one
-# thread a worker, then both sides at once on a core each).
-AB_OPTIONS = {"quick-duet": ["--duet"]}
+# thread a worker, then both sides at once on a core each; the recipe).
+AB_OPTIONS = {"quick-duet": ["--duet"], "recipe": RECIPE_AB}
 # docs/ci.md's "Two separate runs": each side one run of three workers a cell, in its own
 # environment, one after the other, compared with its default run-to-run term.
 SEPARATE_REPEAT = ["--repeat", "3"]
+SIDES = ("baseline", "candidate")
 
 
 def python_of(venvs: Path, side: str) -> Path:
     return venvs / side / "bin" / "python"
 
 
-def setup(venvs: Path) -> None:
-    """Two environments of identical content: this checkout and its pinned frameworks."""
+def setup(venvs: Path, extras: str) -> None:
+    """Two environments of identical content: this checkout and its pinned frameworks (the
+    ``extras`` the sessions' stacks need: ``jax,torch`` for the recipe's)."""
     for side in ("baseline", "candidate"):
         subprocess.run([sys.executable, "-m", "venv", str(venvs / side)], check=True)
         pip = [str(python_of(venvs, side)), "-m", "pip", "install", "-q"]
         subprocess.run(
-            [*pip, "-c", str(ROOT / "constraints.txt"), "-e", f"{ROOT}[all]"], check=True
+            [*pip, "-c", str(ROOT / "constraints.txt"), "-e", f"{ROOT}[{extras}]"], check=True
         )
 
 
@@ -93,7 +109,8 @@ def session(venvs: Path, kind: str, folder: Path, extra: list[str]) -> dict[str,
     """One `stackwars ab` session (``extra``: more ab options, then ``--`` and run options
     in place of the kind's cells); its compare.json, with the exit status it ended with."""
     argv = [str(python_of(venvs, "candidate")), "-m", "stackwars", "ab"]
-    argv += ["--baseline-python", str(python_of(venvs, "baseline")), *GATE]
+    argv += ["--baseline-python", str(python_of(venvs, "baseline"))]
+    argv += RECIPE_GATE if kind == "recipe" else GATE
     argv += SLOWED if kind == "ab" else []
     argv += AB_OPTIONS.get(kind, [])
     argv += ["--out", str(folder / "rounds"), "--json", str(folder / "compare.json")]
@@ -142,11 +159,19 @@ def separate_session(venvs: Path, folder: Path, extra: list[str]) -> dict[str, A
 
 
 def sessions(venvs: Path, kind: str, count: int, out: Path, extra: list[str]) -> None:
+    from stackwars.results import metadata
+
     for index in range(count):
         folder = out / kind / f"{index:03d}"
         if (folder / "compare.json").is_file():
             continue
         folder.mkdir(parents=True, exist_ok=True)
+        machine = {
+            "cpu_model": metadata.machine_info()["cpu_model"],
+            "fingerprint": metadata.run_identity("")["fingerprint"],
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        (folder / "machine.json").write_text(json.dumps(machine), encoding="utf-8")
         if kind == "separate":
             data = separate_session(venvs, folder, extra)
         else:
@@ -288,10 +313,67 @@ def redecide_separate(folder: Path, gate: Any) -> str:
     return verdict.outcome or "no gate"
 
 
+def redecide_recipe(out: Path, noise: Path) -> None:
+    """Each ``recipe`` session under ``out`` decided again from the rounds it kept, with its
+    one look where the budget ended them (``ab``'s ``_look_now``, added on 2026-11-29 after the
+    first sessions had planned their look at the first round's cost and, their later rounds
+    taking longer, judged nothing): the rounds are the ones the session would run with the fix
+    too (the budget stops them alike). Writes each session's ``redecided.json``."""
+    from stackwars.instruments.ab import service as ab
+    from stackwars.instruments.ab.data import read_noise
+    from stackwars.results.verdict import gate_settings, verdict_of
+
+    gate = gate_settings(fail_above=5.0)
+    for folder in sorted((out / "recipe").glob("*/rounds")):
+        files = {side: sorted(folder.glob(f"{side}-[0-9][0-9].json")) for side in SIDES}
+        kept = min(len(paths) for paths in files.values())
+        session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), folder, gate=gate,
+                             min_rounds=kept, max_rounds=kept, noise=read_noise(noise),
+                             one_look=True)  # fmt: skip
+        files = {side: paths[:kept] for side, paths in files.items()}
+        rows = ab.compare_files(files, session)
+        verdict = verdict_of(rows, gate, session.describe_looks(),
+                             not_gated=ab.not_gated(rows, session))  # fmt: skip
+        states = list(verdict.states)
+        answer = {
+            "outcome": verdict.outcome, "exit": verdict.exit_status, "rounds": kept,
+            "cells": {state: states.count(state) for state in sorted(set(states))},
+        }  # fmt: skip
+        (folder.parent / "redecided.json").write_text(json.dumps(answer), encoding="utf-8")
+        print(f"{folder.parent.name}: {answer}")
+
+
+def summarise(out: Path, kind: str) -> None:
+    """Prints, as JSON, what docs/ci.md renders of a kind's sessions (render_recipe.py): each
+    session's start, machine, outcome, exit status, rounds, seconds and how many cells it
+    passed, failed, left undecided and left out (not gated in this job)."""
+    found = []
+    for folder in sorted((out / kind).glob("*/compare.json")):
+        data = json.loads(folder.read_text(encoding="utf-8"))
+        machine = json.loads((folder.parent / "machine.json").read_text(encoding="utf-8"))
+        states = [row["gate_state"] for row in data["rows"]]
+        session = {
+            **machine,
+            "outcome": data["outcome"], "exit": data["exit_status"],
+            "rounds": data["session"]["rounds"], "elapsed_s": data["session"]["elapsed_s"],
+            "cells": {state: states.count(state) for state in sorted(set(states))},
+        }  # fmt: skip
+        again = folder.parent / "redecided.json"
+        if again.is_file():  # decided again from its rounds (redecide_recipe)
+            session["as_run"] = {key: session[key] for key in ("outcome", "exit", "cells")}
+            session |= json.loads(again.read_text(encoding="utf-8"))
+        found.append(session)
+    print(json.dumps({"format": 1, "kind": kind, "sessions": found}, indent=1))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("action", choices=("setup", "sessions", "analyse", "redecide"))
+    parser.add_argument(
+        "action",
+        choices=("setup", "sessions", "analyse", "redecide", "redecide-recipe", "summarise"),
+    )
     parser.add_argument("--venvs", type=Path, default=Path("power-venvs"))
+    parser.add_argument("--extras", default="all", help="what setup installs (all)")
     parser.add_argument("--kind", choices=tuple(KINDS), default="aa")
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("power-sessions"))
@@ -303,11 +385,15 @@ def main() -> int:
     # Absolute: ab starts each side's Python from folders of its own.
     args.venvs, args.out = args.venvs.resolve(), args.out.resolve()
     if args.action == "setup":
-        setup(args.venvs)
+        setup(args.venvs, args.extras)
     elif args.action == "sessions":
         sessions(args.venvs, args.kind, args.count, args.out, extra)
     elif args.action == "redecide":
         redecide(args.out)
+    elif args.action == "redecide-recipe":
+        redecide_recipe(args.out, Path(extra[0]))
+    elif args.action == "summarise":
+        summarise(args.out, args.kind)
     else:
         analyse(args.out)
     return 0

@@ -1,0 +1,138 @@
+"""docs/ci.md's recipe on fresh sessions, rendered from the sessions' summary.
+
+    python benchmarks/power/fresh_sessions.py summarise --out DIR --kind recipe > FILE.json
+    python benchmarks/power/render_recipe.py FILE.json
+    python benchmarks/power/render_recipe.py --spreads ROUNDS SPREADS.json   # once
+    python benchmarks/power/render_recipe.py --spreads SPREADS.json
+
+Prints Markdown: per session its start (UTC), outcome, exit status, rounds, seconds and its
+cells by gate state (and, for a session decided again from its rounds by ``fresh_sessions.py
+redecide-recipe``, what it said as it ran); then the tally (how many sessions passed, failed,
+were underpowered), the share that exited 0 and the false-fail rate with its Wilson 95 % upper
+bound. With ``--spreads``: from the round files of an A/A session (its ``--out``, too large to
+keep), each cell's paired spread (the standard deviation of a round's log ratio, candidate over
+baseline) of its steady time and of its peak RSS, kept in ``SPREADS.json``; rendered, what a 10
+% limit on each would need. docs/ci.md holds the outputs between ``rendered`` markers;
+tests/test_rendered_docs.py renders them again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stackwars.results.comparison import label
+from stackwars.results.schema import Cell
+from stackwars.timing.sequential import rounds_to_pass
+
+Z95 = 1.96
+LIMIT = 0.10  # the pass limit a spread is read against
+ALPHA = 0.05
+SPREADS_FORMAT = 1  # of SPREADS.json; history: 1 (2026-11-29) first
+
+
+def spreads(rounds: Path) -> dict[str, Any]:
+    """Each cell's paired spreads of time and peak RSS over an A/A session's rounds."""
+    found: dict[str, dict[str, dict[str, Cell]]] = defaultdict(lambda: defaultdict(dict))
+    for path in sorted(rounds.glob("*-[0-9][0-9].json")):
+        side, index = path.stem.rsplit("-", 1)
+        for raw in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            cell = Cell.from_dict(raw)
+            if cell.status == "ok":
+                found[label(cell)][index][side] = cell
+    cells = {}
+    for name, by_round in found.items():
+        pairs = [pair for pair in by_round.values() if len(pair) == 2]
+        time = _log_ratios(pairs, lambda cell: cell.steady.median_s)
+        memory = _log_ratios(pairs, lambda cell: cell.memory.peak_rss_bytes)
+        cells[name] = {
+            "rounds": len(pairs),
+            "time": statistics.stdev(time),
+            "peak_rss": statistics.stdev(memory),
+        }
+    return {"format": SPREADS_FORMAT, "source": rounds.name, "cells": cells}
+
+
+def _log_ratios(pairs: list[dict[str, Cell]], read: Callable[[Cell], float | None]) -> list[float]:
+    """Each round's log ratio, candidate over baseline, where both sides read a value."""
+    found = []
+    for pair in pairs:
+        base, cand = read(pair["baseline"]), read(pair["candidate"])
+        if base and cand:
+            found.append(math.log(cand / base))
+    return found
+
+
+def render_spreads(data: dict[str, Any]) -> str:
+    margin = math.log1p(LIMIT)
+    lines = [
+        f"Each cell's paired spread over the rounds of `{data['source']}`, and the rounds it "
+        f"needs to be shown within {LIMIT:.0%} at one look:",
+        "",
+        "| cell | rounds | time: spread, rounds needed | peak RSS: spread, rounds needed |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for cell, found in data["cells"].items():
+        texts = [
+            f"{found[what] * 100:.1f} %, {rounds_to_pass(found[what], margin, ALPHA)}"
+            for what in ("time", "peak_rss")
+        ]
+        lines.append(f"| {cell} | {found['rounds']} | {texts[0]} | {texts[1]} |")
+    return "\n".join(lines) + "\n"
+
+
+def wilson_upper(hits: int, trials: int) -> float:
+    """The Wilson score interval's upper bound at 95 %."""
+    share = hits / trials
+    centre = share + Z95 * Z95 / (2 * trials)
+    spread = Z95 * math.sqrt(share * (1 - share) / trials + Z95 * Z95 / (4 * trials**2))
+    return min(1.0, (centre + spread) / (1 + Z95 * Z95 / trials))
+
+
+def render(data: dict[str, Any]) -> str:
+    sessions = data["sessions"]
+    first = sessions[0]
+    lines = [
+        f"Machine {first['cpu_model']} (fingerprint `{first['fingerprint']}`), "
+        f"{len(sessions)} fresh A/A sessions of the recipe.",
+        "",
+        "| started (UTC) | outcome | exit | rounds | seconds | cells | as the session ran |",
+        "| --- | --- | ---: | ---: | ---: | --- | --- |",
+    ]
+    for session in sessions:
+        ran = session.get("as_run")
+        before = f"{ran['outcome']} (exit {ran['exit']}): {_cells(ran)}" if ran else "the same"
+        lines.append(
+            f"| {session['started'][:16].replace('T', ' ')} | {session['outcome']} | "
+            f"{session['exit']} | {session['rounds']} | {session['elapsed_s']:.0f} | "
+            f"{_cells(session)} | {before} |"
+        )
+    outcomes = [session["outcome"] for session in sessions]
+    fails, passes = outcomes.count("fail"), outcomes.count("pass")
+    lines += [
+        "",
+        f"{passes} of {len(sessions)} passed (exit 0), {fails} failed (false-fail rate at most "
+        f"{wilson_upper(fails, len(sessions)):.0%} at 95 %), "
+        f"{outcomes.count('underpowered')} underpowered.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _cells(session: dict[str, Any]) -> str:
+    return ", ".join(f"{state} {count}" for state, count in session["cells"].items())
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--spreads" and len(sys.argv) == 4:
+        text = json.dumps(spreads(Path(sys.argv[2])), indent=1, sort_keys=True) + "\n"
+        Path(sys.argv[3]).write_text(text, encoding="utf-8")
+    elif sys.argv[1] == "--spreads":
+        sys.stdout.write(render_spreads(json.loads(Path(sys.argv[2]).read_text("utf-8"))))
+    else:
+        sys.stdout.write(render(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))
