@@ -260,3 +260,15 @@ def test_ab_rounds_share_a_worker_a_stack_each_side_drawing_the_round_s_order(
             by_place = sorted(cells, key=lambda c: c["worker"]["position"])
             found.append(tuple(c["params"]["n"] for c in by_place))
     assert orders["baseline"] == orders["candidate"] and len(orders["baseline"]) == 3
+
+
+@pytest.mark.slow
+def test_a_worker_s_peak_is_its_own_not_the_parent_s_it_was_started_from(tmp_path: Path) -> None:
+    """Linux carries a process's peak from before exec into ru_maxrss: a worker started from
+    a parent holding 600 MiB read 600 MiB. The peak is the worker's own image's."""
+    hoard = bytearray(600 * MIB)
+    for index in range(0, len(hoard), 4096):
+        hoard[index] = 1  # resident
+    cells = run_cells(tmp_path, entries=("doubles:1",))
+    assert cells[0]["memory"]["peak_rss_bytes"] < 300 * MIB  # type: ignore[index]
+    del hoard

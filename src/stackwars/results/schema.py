@@ -168,7 +168,9 @@ class WarmStart:
 
 @dataclass
 class Memory:
-    peak_rss_bytes: int | None = None  # the worker process's own peak (ru_maxrss)
+    # The worker process's own peak (VmHWM; ru_maxrss before 2026-11-29, which on Linux also
+    # held the peak of the parent image the worker was started from).
+    peak_rss_bytes: int | None = None
     device_peak_bytes: int | None = None  # the work's arrays at most, on the device
     # The most the framework's allocator took from the device (pre-allocation included), and
     # what it may take (frameworks/base.py's DeviceMemory); None where it cannot tell.

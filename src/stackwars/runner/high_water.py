@@ -2,8 +2,9 @@
 /proc/self/status, reset to the current resident set by writing 5 to /proc/self/clear_refs),
 so that a cell's peak memory is told apart into the first run's (the import, the inputs, the
 trace and the compiler's own working memory, the first execution) and the timed runs' after it
-(what the work holds while it runs again and again). ``ru_maxrss`` follows the same mark, so a
-reader of the whole process's peak takes the larger of the two parts."""
+(what the work holds while it runs again and again). A reader of the whole process's peak takes
+the larger of the two parts (``ru_maxrss`` is not it: Linux carries into it the peak of the
+image before exec, the parent's size for a worker started from a large parent)."""
 
 from __future__ import annotations
 

@@ -83,8 +83,15 @@ class CellFailed(Exception):
 
 
 def peak_rss_bytes() -> int:
-    # Linux reports ru_maxrss in KiB.
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """This process's peak resident set: the kernel's high-water mark of its own image (since
+    the last reset, runner/high_water.py), else ru_maxrss. Linux carries into ru_maxrss the peak
+    of the image a process had before exec, so a worker started from a large parent read the
+    parent's size as its own (2026-11-29: a numpy cell's 45 MiB read as the 107 MiB of the run
+    that started it, a test's as 2.4 GB)."""
+    own = high_water_bytes()
+    if own is not None:
+        return own
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
 def home_environment(settings: RunSettings) -> dict[str, str]:
