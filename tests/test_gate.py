@@ -7,6 +7,7 @@ import json
 import math
 import os
 import random
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from stackwars.results.comparison import (
     compare_run_sets,
     compare_runs,
     decide,
+    slow_round,
 )
 from stackwars.results.run import Run
 from stackwars.results.schema import Cell, Memory, Steady
@@ -408,10 +410,35 @@ def test_a_round_far_above_the_others_keeps_a_cell_from_passing() -> None:
     shared = [*quiet[:9], math.log(4)]
     verdict = decide([paired_row(shared)], GATE, not_gated={"cell": "needs 60 rounds"})
     assert verdict.outcome == UNDERPOWERED and verdict.states == (UNDECIDED_ROW,)
-    assert "a round at 4.00x, beyond 10% and far above the others" in verdict.undecided[0]
+    assert "a round at 4.00x, at least 2x and far above the others" in verdict.undecided[0]
     assert not verdict.not_gated
     small = [*quiet[:9], math.log(1.08)]  # within the pass limit: not a slow round
     assert decide([paired_row(small)], GATE).outcome == PASS
+
+
+def test_a_round_of_unchanged_code_at_its_heaviest_tail_does_not_hold_a_pass() -> None:
+    """This machine's A/A rounds reach 1.5-1.8x in either direction (docs/gate.md): far above
+    a quiet cell's other rounds, yet below twice the baseline, so not a slow round. A cell
+    whose unchanged code runs at two speeds (rounds at a fifth and five times, a median
+    deviation near zero) is held by its own modes, unless the machine's noise table gives its
+    A/A spread."""
+    rng = random.Random(4)
+    quiet = [rng.gauss(0, 0.03) for _ in range(50)]
+    outlier = [*quiet[:49], math.log(1.8)]
+    assert decide([paired_row(outlier)], GATE).outcome == PASS
+    assert held_by_a_slow_round([*quiet[:49], math.log(2.5)])
+    modes = [rng.choice((-1.6, 0.0, 0.0, 1.6)) + rng.gauss(0, 0.03) for _ in range(50)]
+    assert held_by_a_slow_round(modes)
+    aa_spread = statistics.stdev(rng.choice((-1.6, 0.0, 0.0, 1.6)) for _ in range(60))
+    assert not held_by_a_slow_round(modes, aa_spread)
+    verdict = decide([paired_row(modes, "two speeds")], GATE, aa_spreads={"two speeds": aa_spread})
+    assert "a round at" not in " ".join(verdict.undecided)
+
+
+def held_by_a_slow_round(log_ratios: list[float], aa_spread: float = 0.0) -> bool:
+    result = paired_row(log_ratios).result
+    assert result is not None
+    return bool(slow_round(result, 10.0, aa_spread))
 
 
 SCHEMA_PATH = Path(comparisons.__file__).parents[1] / "results" / "comparison.schema.json"

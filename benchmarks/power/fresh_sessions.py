@@ -333,7 +333,8 @@ def redecide_recipe(out: Path, noise: Path) -> None:
         files = {side: paths[:kept] for side, paths in files.items()}
         rows = ab.compare_files(files, session)
         verdict = verdict_of(rows, gate, session.describe_looks(),
-                             not_gated=ab.not_gated(rows, session))  # fmt: skip
+                             not_gated=ab.not_gated(rows, session),
+                             aa_spreads=ab.aa_spreads(session))  # fmt: skip
         states = list(verdict.states)
         answer = {
             "outcome": verdict.outcome, "exit": verdict.exit_status, "rounds": kept,

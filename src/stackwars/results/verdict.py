@@ -152,11 +152,16 @@ def verdict_of(
     *,
     failed_before: Mapping[str, str] | None = None,
     not_gated: Mapping[str, str] | None = None,
+    aa_spreads: Mapping[str, float] | None = None,
 ) -> Verdict:
     """The one way a verdict is made: ``rows`` judged by ``gate`` (its family's looks
     described by ``looks``); no decision when the gate has no limit. ``failed_before``: the
     cells a sequential session (``ab``) failed at an earlier look, which stay failed;
-    ``not_gated``: the cells its noise triage leaves out of the outcome, with why."""
+    ``not_gated``: the cells its noise triage leaves out of the outcome, with why;
+    ``aa_spreads``: the cells' spreads in the machine's A/A rounds (``decide``)."""
     rows = tuple(rows)
-    decision = decide(list(rows), gate, looks, failed_before, not_gated) if gate.active else None
+    decision = None
+    if gate.active:
+        decision = decide(list(rows), gate, looks, failed_before=failed_before,
+                          not_gated=not_gated, aa_spreads=aa_spreads)  # fmt: skip
     return Verdict(rows, gate, decision, mismatch)

@@ -192,7 +192,8 @@ def run_session(session: Session, listen: Listener, clock: Callable[[], float]) 
 
 def _verdict(rows: list[ComparisonRow], session: Session, failed: dict[str, str]) -> Verdict:
     return verdict_of(rows, session.gate, session.describe_looks(), failed_before=failed,
-                      not_gated=not_gated(rows, session))  # fmt: skip
+                      not_gated=not_gated(rows, session),
+                      aa_spreads=aa_spreads(session))  # fmt: skip
 
 
 def not_gated(rows: Sequence[ComparisonRow], session: Session) -> dict[str, str]:
@@ -203,6 +204,14 @@ def not_gated(rows: Sequence[ComparisonRow], session: Session) -> dict[str, str]
         return {}
     labels = [row.label for row in rows]
     return triage(session.noise, labels, limit, session.gate.alpha, session.max_rounds)
+
+
+def aa_spreads(session: Session) -> dict[str, float]:
+    """Each cell's spread in the machine's A/A rounds, from the session's noise table (none
+    without one): what a slow round must stand out from (results/comparison.py)."""
+    if session.noise is None:
+        return {}
+    return {label: noise.spread for label, noise in session.noise.cells.items()}
 
 
 def _measure(
