@@ -60,11 +60,9 @@ def add_ab(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--one-look",
         action="store_true",
-        help="look once, after as many rounds as --time-budget allows at the first round's "
-        "cost (at most --max-rounds; --min-rounds is then unused), or where the budget ends "
-        "the rounds when later ones take longer: the rounds are fixed from their durations "
-        "alone, and cells fail by max-T over joint flips of every round, no alpha spent on "
-        "looks before",
+        help="look once, where --time-budget ends the rounds (at most after --max-rounds; "
+        "--min-rounds is then unused): the rounds are fixed by their durations alone, and "
+        "cells fail by max-T over joint flips of every round, no alpha spent on looks before",
     )
     parser.add_argument(
         "--time-budget", type=float, default=900.0, metavar="S", help="seconds at most (900)"

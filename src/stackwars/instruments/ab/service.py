@@ -93,7 +93,7 @@ class Session:
     # This machine's noise (ab/data.py): the cells it says the session cannot decide are not
     # gated in this job; None: every cell is gated.
     noise: NoiseTable | None = None
-    # Look once, after the rounds the budget affords at the first round's cost (one_look_at).
+    # Look once, where the budget ends the rounds, at most after max_rounds (one_look_at).
     one_look: bool = False
     # Both sides' rounds at once, each pinned to a core of its own (which side on which drawn
     # each round, like the order), so that a round takes about half the time and both sides
@@ -236,10 +236,10 @@ def _measure(
         outcome.elapsed_s = elapsed()
         affordable = int(session.time_budget_s // (outcome.elapsed_s / outcome.rounds))
         if outcome.rounds == 1:
-            session = one_look_at(session, affordable) if session.one_look else session
+            session = one_look_at(session) if session.one_look else session
             outcome.plan = plan_line(session, outcome, affordable)
             listen(outcome.plan)
-            if affordable < session.min_rounds:
+            if affordable < (FEWEST_ROUNDS if session.one_look else session.min_rounds):
                 why = f"the time budget cannot reach the first look (round {session.min_rounds})"
                 return why, session
         if outcome.rounds >= session.min_rounds:
@@ -262,19 +262,20 @@ def _measure(
     return f"--max-rounds {session.max_rounds} reached", session
 
 
-def one_look_at(session: Session, affordable: int) -> Session:
-    """``session`` looking once, after as many rounds as the budget affords at the first
-    round's cost (at most ``max_rounds``, at least two): fixed from that time alone, never
-    from what the rounds measured, so the one look's max-T keeps its level."""
-    rounds = max(FEWEST_ROUNDS, min(session.max_rounds, affordable))
+def one_look_at(session: Session) -> Session:
+    """``session`` looking once, after ``max_rounds`` (at least two) unless the budget ends
+    the rounds before (``_look_now``): where the look falls is decided by the rounds'
+    durations alone, never by what they measured, so its max-T keeps its level. Planning it
+    at the first round's cost instead wasted the budget whenever that round was the slowest
+    (cold caches: a session of 2026-11-29 planned 39 rounds at 23 s, ran them at 18 s and
+    left 200 s of its 900 unspent) and judged nothing when later rounds were slower."""
+    rounds = max(FEWEST_ROUNDS, session.max_rounds)
     return replace(session, min_rounds=rounds, max_rounds=rounds)
 
 
 def _look_now(session: Session, rounds: int) -> Session:
-    """With ``one_look``, its look moved to round ``rounds``, where the budget ended the rounds
-    when later rounds took longer than the first: where it falls is decided by the rounds'
-    durations alone (a duration does not depend on which side a round favours), so its max-T
-    keeps its level, and the rounds the session paid for are judged instead of none."""
+    """With ``one_look``, its look moved to round ``rounds``, where the budget ended the
+    rounds (``one_look_at``), so that the rounds the session paid for are judged."""
     if not session.one_look or rounds >= session.max_rounds or rounds < FEWEST_ROUNDS:
         return session
     return replace(session, min_rounds=rounds, max_rounds=rounds)
@@ -294,12 +295,15 @@ def plan_line(session: Session, outcome: Outcome, affordable: int) -> str:
         level = holm_level(level, cells * max(measures, 1))
     to_fail = rounds_to_reach(level)
     within = min(affordable, session.max_rounds)
+    look = f"after round {session.min_rounds}"
+    if session.one_look:
+        look = f"where the budget ends the rounds (at this cost after round {within})"
     text = (
         f"a round takes {per_round:.0f} s: the budget ({session.time_budget_s:g} s) allows "
-        f"{within} round(s); the first look is after round {session.min_rounds}, and failing "
-        f"one of {cells} cell(s) needs at least {to_fail} rounds"
+        f"{within} round(s); the first look is {look}, and failing one of {cells} cell(s) "
+        f"needs at least {to_fail} rounds"
     )
-    needed = max(session.min_rounds, to_fail)
+    needed = to_fail if session.one_look else max(session.min_rounds, to_fail)
     if within < needed:
         budget = needed * per_round
         text += (
