@@ -31,6 +31,8 @@ sessions already there):
   spread, the measure of issue 54's cheap rounds;
 * ``recipe``: docs/ci.md's recipe exactly (``RECIPE_AB``, ``RECIPE_RUN``), A/A, its noise
   table given as ``-- --noise FILE``;
+* ``recipe-ab``: the same, the candidate carrying ``INJECTED``'s four changes at once, each in
+  a cell of its own (``injected/sitecustomize.py``, on the candidate's ``PYTHONPATH``);
 * ``separate``: docs/ci.md's "Two separate runs": the twelve cells run ``--repeat 3`` in the
   baseline environment, then in the candidate's, then ``stackwars compare`` with the same gate
   (the run-to-run term its default); the session's time is written into its compare.json.
@@ -77,13 +79,31 @@ RECIPE_AB = ["--duet", "--one-look", "--max-rounds", "60"]
 # 10 % limit here (docs/ci.md renders each cell's paired spread of peak RSS in the recipe's
 # noise session), so a memory limit would leave every session underpowered.
 RECIPE_GATE = ["--fail-above", "5"]
+# The changes an A/B session of the recipe carries (issue 54's Done-when), each a cell of its
+# own, picked by the recipe's noise table (docs/data/recipe-2026-11-29/noise.json, a round's
+# paired spread): +10 % in the quietest cell (11.2 %), +10 % in a moderate one (15.3 %, gated
+# at the recipe's rounds), 2x in a quiet one, and 4x in a tenth of the candidate's processes
+# (a share 52 rounds see with 99.6 % probability: 1 - 0.9^52) in another quiet one.
+INJECTED = {
+    "gemm numpy:eager": {"factor": 1.1},
+    "gemm jax:jit": {"factor": 1.1},
+    "selu torch:eager": {"factor": 2.0},
+    "poly numpy:eager": {"factor": 4.0, "share": 0.1},
+}
+INJECTING = [
+    "--candidate-env", f"PYTHONPATH={HERE / 'injected'}",
+    "--candidate-env", f"STACKWARS_INJECT={json.dumps(INJECTED)}",
+]  # fmt: skip
+RECIPES = ("recipe", "recipe-ab")
+SUMMARY_FORMAT = 2  # of ``summarise``'s output (its docstring has the history)
 KINDS = {
     "aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"], "separate": CELLS,
     "quick-one-thread": ONE_THREAD, "quick-duet": ONE_THREAD, "recipe": RECIPE_RUN,
+    "recipe-ab": RECIPE_RUN,
 }  # fmt: skip
 # The ab options a kind adds to the gate's (issue 54's cheap rounds: the same recipe with one
 # thread a worker, then both sides at once on a core each; the recipe).
-AB_OPTIONS = {"quick-duet": ["--duet"], "recipe": RECIPE_AB}
+AB_OPTIONS = {"quick-duet": ["--duet"], "recipe": RECIPE_AB, "recipe-ab": RECIPE_AB + INJECTING}
 # docs/ci.md's "Two separate runs": each side one run of three workers a cell, in its own
 # environment, one after the other, compared with its default run-to-run term.
 SEPARATE_REPEAT = ["--repeat", "3"]
@@ -110,7 +130,7 @@ def session(venvs: Path, kind: str, folder: Path, extra: list[str]) -> dict[str,
     in place of the kind's cells); its compare.json, with the exit status it ended with."""
     argv = [str(python_of(venvs, "candidate")), "-m", "stackwars", "ab"]
     argv += ["--baseline-python", str(python_of(venvs, "baseline"))]
-    argv += RECIPE_GATE if kind == "recipe" else GATE
+    argv += RECIPE_GATE if kind in RECIPES else GATE
     argv += SLOWED if kind == "ab" else []
     argv += AB_OPTIONS.get(kind, [])
     argv += ["--out", str(folder / "rounds"), "--json", str(folder / "compare.json")]
@@ -339,15 +359,19 @@ def redecide_recipe(out: Path, noise: Path) -> None:
         answer = {
             "outcome": verdict.outcome, "exit": verdict.exit_status, "rounds": kept,
             "cells": {state: states.count(state) for state in sorted(set(states))},
+            "states": {row.label: state for row, state in zip(rows, states, strict=True)},
         }  # fmt: skip
         (folder.parent / "redecided.json").write_text(json.dumps(answer), encoding="utf-8")
-        print(f"{folder.parent.name}: {answer}")
+        print(f"{folder.parent.name}: {answer['outcome']} {answer['cells']}")
 
 
 def summarise(out: Path, kind: str) -> None:
     """Prints, as JSON, what docs/ci.md renders of a kind's sessions (render_recipe.py): each
-    session's start, machine, outcome, exit status, rounds, seconds and how many cells it
-    passed, failed, left undecided and left out (not gated in this job)."""
+    session's start, machine, outcome, exit status, rounds, seconds, how many cells it passed,
+    failed, left undecided and left out (not gated in this job) and each cell's state; and the
+    changes its candidate carried (``INJECTED``, for ``recipe-ab``). Format history
+    (``SUMMARY_FORMAT``): 1 (2026-11-29) first; 2 (2026-11-29) each cell's state, the changes
+    injected."""
     found = []
     for folder in sorted((out / kind).glob("*/compare.json")):
         data = json.loads(folder.read_text(encoding="utf-8"))
@@ -358,13 +382,16 @@ def summarise(out: Path, kind: str) -> None:
             "outcome": data["outcome"], "exit": data["exit_status"],
             "rounds": data["session"]["rounds"], "elapsed_s": data["session"]["elapsed_s"],
             "cells": {state: states.count(state) for state in sorted(set(states))},
+            "states": {row["cell"]: row["gate_state"] for row in data["rows"]},
         }  # fmt: skip
         again = folder.parent / "redecided.json"
         if again.is_file():  # decided again from its rounds (redecide_recipe)
             session["as_run"] = {key: session[key] for key in ("outcome", "exit", "cells")}
             session |= json.loads(again.read_text(encoding="utf-8"))
         found.append(session)
-    print(json.dumps({"format": 1, "kind": kind, "sessions": found}, indent=1))
+    changes = INJECTED if kind == "recipe-ab" else {}
+    summary = {"format": SUMMARY_FORMAT, "kind": kind, "injected": changes, "sessions": found}
+    print(json.dumps(summary, indent=1))
 
 
 def main() -> int:

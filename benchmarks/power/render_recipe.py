@@ -4,16 +4,20 @@
     python benchmarks/power/render_recipe.py FILE.json
     python benchmarks/power/render_recipe.py --spreads ROUNDS SPREADS.json   # once
     python benchmarks/power/render_recipe.py --spreads SPREADS.json
+    python benchmarks/power/render_recipe.py --predicted PREDICTED.json
 
 Prints Markdown: per session its start (UTC), outcome, exit status, rounds, seconds and its
 cells by gate state (and, for a session decided again from its rounds by ``fresh_sessions.py
 redecide-recipe``, what it said as it ran); then the tally (how many sessions passed, failed,
 were underpowered), the share that exited 0 and the false-fail rate with its Wilson 95 % upper
-bound. With ``--spreads``: from the round files of an A/A session (its ``--out``, too large to
-keep), each cell's paired spread (the standard deviation of a round's log ratio, candidate over
-baseline) of its steady time and of its peak RSS, kept in ``SPREADS.json``; rendered, what a 10
-% limit on each would need. docs/ci.md holds the outputs between ``rendered`` markers;
-tests/test_rendered_docs.py renders them again.
+bound. For A/B sessions (``--kind recipe-ab``, whose summary names the changes injected): the
+state of each changed cell per session and how often each change was failed and passed.
+With ``--spreads``: from the round files of an A/A session (its ``--out``, too large to keep),
+each cell's paired spread (the standard deviation of a round's log ratio, candidate over
+baseline) of its steady time and of its peak RSS, kept in ``SPREADS.json``; rendered, what a
+10 % limit on each would need. With ``--predicted``: what predict_changes.py's simulation
+expects the A/B sessions to make of each change. docs/ci.md holds the outputs between
+``rendered`` markers; tests/test_rendered_docs.py renders them again.
 """
 
 from __future__ import annotations
@@ -96,6 +100,8 @@ def wilson_upper(hits: int, trials: int) -> float:
 
 
 def render(data: dict[str, Any]) -> str:
+    if data.get("injected"):
+        return render_changes(data)
     sessions = data["sessions"]
     first = sessions[0]
     lines = [
@@ -124,6 +130,90 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_changes(data: dict[str, Any]) -> str:
+    """A/B sessions: each injected change's cell state per session, then how often each was
+    caught (failed) and how often it passed."""
+    sessions, changes = data["sessions"], data["injected"]
+    first = sessions[0]
+    names = [_change_name(key, change) for key, change in changes.items()]
+    lines = [
+        f"Machine {first['cpu_model']} (fingerprint `{first['fingerprint']}`), "
+        f"{len(sessions)} fresh A/B sessions of the recipe, the candidate carrying "
+        f"{len(changes)} changes at once.",
+        "",
+        f"| started (UTC) | outcome | rounds | {' | '.join(names)} | other cells failed |",
+        f"| --- | --- | ---: | {' | '.join('---' for _ in names)} | ---: |",
+    ]
+    for session in sessions:
+        states = [_state_of(session, key) for key in changes]
+        changed = {label for key in changes for label in _labels(session, key)}
+        others = sum(
+            state == "fail" for label, state in session["states"].items() if label not in changed
+        )
+        lines.append(
+            f"| {session['started'][:16].replace('T', ' ')} | {session['outcome']} | "
+            f"{session['rounds']} | {' | '.join(states)} | {others} |"
+        )
+    lines += [
+        "",
+        "| change | failed | passed | undecided or not gated |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, key in zip(names, changes, strict=True):
+        states = [_state_of(session, key) for session in sessions]
+        failed, passed = states.count("fail"), states.count("pass")
+        rest = len(states) - failed - passed
+        lines.append(f"| {name} | {failed} of {len(states)} | {passed} | {rest} |")
+    return "\n".join(lines) + "\n"
+
+
+def _change_name(key: str, change: dict[str, float]) -> str:
+    """A change as docs/ci.md names it: its cell's workload and stack, its size and share."""
+    share = change.get("share")
+    size = f"{change['factor']:g}x" if change["factor"] >= 2 else f"+{change['factor'] - 1:.0%}"
+    return f"{key} {size}" + (f" in {share:.0%} of processes" if share else "")
+
+
+def render_predicted(data: dict[str, Any]) -> str:
+    sessions = data["sessions"]
+    lines = [
+        f"{sessions} sessions of {data['rounds']} rounds drawn from the "
+        f"{data['aa_sessions']} A/A sessions' rounds (`{data['source']}`), the changes added, "
+        f"each decided as `ab` does at its one look with the noise table of "
+        f"{data['noise'][:10]}:",
+        "",
+        "| change | cell failed | cell passed |",
+        "| --- | ---: | ---: |",
+    ]
+    for key, change in data["changes"].items():
+        lines.append(
+            f"| {_change_name(key, change)} | {change['fail'] / sessions:.0%} | "
+            f"{change['pass'] / sessions:.0%} |"
+        )
+    aa = data["unchanged"]
+    lines += [
+        "",
+        f"Sessions failing a cell left unchanged: {data['unchanged_failed']} of {sessions}. "
+        f"The same drawn sessions without the changes (A/A): {aa.get('pass', 0)} passed, "
+        f"{aa.get('fail', 0)} failed, {aa.get('underpowered', 0)} underpowered.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _labels(session: dict[str, Any], key: str) -> list[str]:
+    """The session's cells a change keyed ``workload stack`` is in."""
+    workload, stack = key.split(" ")
+    return [
+        label for label in session["states"]
+        if label.startswith(f"{workload}(") and f") {stack} @" in label
+    ]  # fmt: skip
+
+
+def _state_of(session: dict[str, Any], key: str) -> str:
+    labels = _labels(session, key)
+    return " / ".join(session["states"][label] for label in labels) or "absent"
+
+
 def _cells(session: dict[str, Any]) -> str:
     return ", ".join(f"{state} {count}" for state, count in session["cells"].items())
 
@@ -134,5 +224,7 @@ if __name__ == "__main__":
         Path(sys.argv[3]).write_text(text, encoding="utf-8")
     elif sys.argv[1] == "--spreads":
         sys.stdout.write(render_spreads(json.loads(Path(sys.argv[2]).read_text("utf-8"))))
+    elif sys.argv[1] == "--predicted":
+        sys.stdout.write(render_predicted(json.loads(Path(sys.argv[2]).read_text("utf-8"))))
     else:
         sys.stdout.write(render(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))

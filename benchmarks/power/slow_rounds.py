@@ -3,12 +3,13 @@ a cell of an A/A `stackwars ab` session from passing, and how often does it see 
 candidate 4x slow in that round's process?
 
     python benchmarks/power/slow_rounds.py --extract FILE ROUNDS_DIR...   # once
-    python benchmarks/power/slow_rounds.py FILE
+    python benchmarks/power/slow_rounds.py FILE [NOISE]
 
 ``--extract`` pairs each A/A session's cells by round as ab does (``compare_rounds``, from the
 session's ``--out`` folder of round files, too large to keep) and writes ``FILE``: per session
 each cell's log ratios, candidate over baseline, one a round. The rendering applies the gate's
-rule (``results/comparison.py``'s ``slow_round``) to every cell of every session, and, for the
+rule (``results/comparison.py``'s ``slow_round``, with each cell's A/A spread from the noise
+table ``NOISE`` as a session given ``--noise`` does) to every cell of every session, and, for the
 share a pass must rule out, to each of its rounds in turn made 4x slower (the candidate's
 process 4x slow in that round): the share of those seen. Beside it, the rule it replaced, a
 round beyond the pass limit and six robust deviations above the median (``six_deviations``).
@@ -73,12 +74,12 @@ def _machine(folder: Path, run: Run) -> dict[str, str]:
             "fingerprint": str(run.identity.get("fingerprint"))}  # fmt: skip
 
 
-def held(log_ratios: list[float]) -> bool:
+def held(log_ratios: list[float], aa_spread: float) -> bool:
     """The gate's rule: does a slow round keep this cell from passing?"""
     n = len(log_ratios)
     candidate = [math.exp(x) for x in log_ratios]
     result = compare_paired([1.0] * n, candidate, Looks(n, n), threshold=0.05)
-    return bool(slow_round(result, PASS_LIMIT))
+    return bool(slow_round(result, PASS_LIMIT, aa_spread))
 
 
 def six_deviations(log_ratios: list[float]) -> bool:
@@ -91,13 +92,13 @@ def six_deviations(log_ratios: list[float]) -> bool:
     return largest > math.log1p(PASS_LIMIT / 100) and largest - centre > 6 * spread
 
 
-def seen(log_ratios: list[float]) -> tuple[int, int]:
+def seen(log_ratios: list[float], aa_spread: float) -> tuple[int, int]:
     """Of the cell's rounds each made 4x slower in turn, how many the rule sees; of how many."""
     hits = 0
     for index in range(len(log_ratios)):
         slowed = list(log_ratios)
         slowed[index] += SLOW
-        hits += held(slowed)
+        hits += held(slowed, aa_spread)
     return hits, len(log_ratios)
 
 
@@ -106,8 +107,12 @@ def two_speed(log_ratios: list[float]) -> bool:
     return min(log_ratios) <= -math.log(SLOW_ROUND_FACTOR)
 
 
-def render(path: Path) -> str:
+def render(path: Path, noise: Path | None) -> str:
     data = json.loads(path.read_text(encoding="utf-8"))
+    spreads = {}
+    if noise is not None:
+        cells = json.loads(noise.read_text(encoding="utf-8"))["cells"]
+        spreads = {label: cell["spread"] for label, cell in cells.items()}
     machine, sessions = data["machine"], data["sessions"]
     lines = [
         f"Machine {machine['cpu_model']} (fingerprint `{machine['fingerprint']}`), "
@@ -125,25 +130,21 @@ def render(path: Path) -> str:
             f"{max(len(ratios) for ratios in cells.values())} | {len(cells)} | "
             f"{math.exp(max(max(ratios) for ratios in one_speed)):.2f}x | "
             f"{sum(six_deviations(ratios) for ratios in cells.values())} | "
-            f"{sum(held(ratios) for ratios in cells.values())} |"
+            f"{sum(held(ratios, spreads.get(label, 0.0)) for label, ratios in cells.items())} |"
         )
     lines += ["", "| cell | 4x rounds seen | two-speed |", "| --- | ---: | --- |"]
     for label in sorted({label for session in sessions for label in session["cells"]}):
         kept = [session["cells"][label] for session in sessions if label in session["cells"]]
-        hits = [seen(ratios) for ratios in kept]
+        hits = [seen(ratios, spreads.get(label, 0.0)) for ratios in kept]
         got, of = sum(h for h, _ in hits), sum(n for _, n in hits)
         speeds = "yes" if any(two_speed(ratios) for ratios in kept) else ""
         lines.append(f"| {escape(label)} | {got} of {of} ({100 * got / of:.0f} %) | {speeds} |")
     return "\n".join(lines)
 
 
-def main() -> int:
-    if sys.argv[1:2] == ["--extract"]:
-        extract(Path(sys.argv[2]), [Path(folder) for folder in sys.argv[3:]])
-        return 0
-    print(render(Path(sys.argv[1])))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    if sys.argv[1] == "--extract":
+        extract(Path(sys.argv[2]), [Path(folder) for folder in sys.argv[3:]])
+    else:
+        noise = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+        sys.stdout.write(render(Path(sys.argv[1]), noise) + "\n")

@@ -1,0 +1,131 @@
+"""What the recipe's gate should make of the A/B campaign's changes (issue 54), predicted by
+simulation with the project's own functions from rounds of unchanged code.
+
+    python benchmarks/power/predict_changes.py OUT AA.json NOISE.json [ROUNDS]
+    python benchmarks/power/render_recipe.py --predicted OUT
+
+It draws sessions of ``ROUNDS`` rounds (by default the median of the A/A sessions'
+rounds) from the A/A sessions' rounds in ``AA.json`` (slow_rounds.py's extract: each cell's log
+ratio a round), whole rounds at a time so that the cells of a round stay together, each turned
+round or not at random (``_signs``); adds to each
+drawn round the changes fresh_sessions.py's ``recipe-ab`` injects (``INJECTED``: a cell's log
+ratio raised by log(factor), for a share of processes in that share of the rounds, drawn); and
+decides each session as ab does at its one look (``results/comparison.py``'s ``decide``, with
+the noise table's triage and A/A spreads from ``NOISE.json``). ``OUT`` keeps, per change, how
+many sessions failed and passed its cell, and how many sessions failed a cell left unchanged;
+and the outcomes of the same drawn sessions without the changes (A/A).
+render_recipe.py renders it for docs/ci.md, beside the sessions' own counts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+import sys
+from pathlib import Path
+
+from stackwars.instruments.ab.data import read_noise, triage
+from stackwars.results.comparison import FAIL, PASSED, ComparisonRow, GateVerdict, decide
+from stackwars.results.verdict import gate_settings
+from stackwars.timing.compare import compare_paired
+from stackwars.timing.sequential import Looks
+
+SESSIONS = 400  # drawn sessions: a rate near 50 % is known within 5 points (95 %)
+SEED = 54
+FORMAT = 1  # of OUT; history: 1 (2026-11-29) first
+
+
+def simulate(out: Path, aa: Path, noise_path: Path, rounds: int | None) -> None:
+    from fresh_sessions import INJECTED  # beside this script, run as one
+
+    data = json.loads(aa.read_text(encoding="utf-8"))
+    labels = sorted(data["sessions"][0]["cells"])
+    lengths = [min(len(ratios) for ratios in s["cells"].values()) for s in data["sessions"]]
+    pool = [
+        [session["cells"][label][index] for label in labels]
+        for session, length in zip(data["sessions"], lengths, strict=True)
+        for index in range(length)
+    ]
+    rounds = rounds or int(statistics.median(lengths))
+    noise = read_noise(noise_path)
+    gate = gate_settings(fail_above=5.0)
+    ungated = triage(noise, labels, gate.time_pass_limit or 0.0, gate.alpha, rounds)
+    spreads = {label: cell.spread for label, cell in noise.cells.items()}
+
+    def decided(drawn: list[list[float]]) -> GateVerdict:
+        rows = [_row(label, [ratios[i] for ratios in drawn]) for i, label in enumerate(labels)]
+        return decide(rows, gate, not_gated=ungated, aa_spreads=spreads)
+
+    column = {key: labels.index(_label_of(key, labels)) for key in INJECTED}
+    unchanged = [i for i in range(len(labels)) if i not in column.values()]
+    rng = random.Random(SEED)
+    tally: dict[str, dict[str, int]] = {key: {"fail": 0, "pass": 0} for key in INJECTED}
+    aa_outcomes: dict[str, int] = {}
+    others_failed = 0
+    for _ in range(SESSIONS):
+        drawn = [[sign * x for x in rng.choice(pool)] for sign in _signs(rng, rounds)]
+        outcome = decided(drawn).outcome
+        aa_outcomes[outcome] = aa_outcomes.get(outcome, 0) + 1
+        states = decided(_changed(drawn, INJECTED, column, rng)).states
+        for key, index in column.items():
+            tally[key]["fail"] += states[index] == FAIL
+            tally[key]["pass"] += states[index] == PASSED
+        others_failed += any(states[index] == FAIL for index in unchanged)
+    result = {
+        "format": FORMAT, "sessions": SESSIONS, "rounds": rounds, "seed": SEED,
+        "source": aa.name, "aa_sessions": len(data["sessions"]), "noise": noise.measured,
+        "unchanged": aa_outcomes,
+        "changes": {key: {**INJECTED[key], **tally[key]} for key in INJECTED},
+        "unchanged_failed": others_failed,
+    }  # fmt: skip
+    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+
+def _changed(
+    drawn: list[list[float]],
+    changes: dict[str, dict[str, float]],
+    column: dict[str, int],
+    rng: random.Random,
+) -> list[list[float]]:
+    """The drawn rounds with the changes added: a change's cell raised by log(factor) in
+    every round, or, with a share, in each round with that probability."""
+    rounds = [list(ratios) for ratios in drawn]
+    for key, change in changes.items():
+        for ratios in rounds:
+            if rng.random() < change.get("share", 1.0):
+                ratios[column[key]] += math.log(change["factor"])
+    return rounds
+
+
+def _signs(rng: random.Random, rounds: int) -> list[int]:
+    """Each drawn round's sign: a round of unchanged code is as likely turned round (which
+    side is which), as ab's draw of the first side makes it; flipping the cells of a round
+    together keeps what they share, and frees the drawn sessions from the pool's own mean
+    (a few A/A sessions' chance offset, which drawing alone would take for a change)."""
+    return [rng.choice((-1, 1)) for _ in range(rounds)]
+
+
+def _label_of(key: str, labels: list[str]) -> str:
+    workload, stack = key.split(" ")
+    found = [
+        label for label in labels
+        if label.startswith(f"{workload}(") and f") {stack} @" in label
+    ]  # fmt: skip
+    if len(found) != 1:
+        raise SystemExit(f"{key}: {len(found)} cells of the A/A sessions match it")
+    return found[0]
+
+
+def _row(label: str, log_ratios: list[float]) -> ComparisonRow:
+    """A cell of a one-look session whose rounds' paired log ratios are ``log_ratios``."""
+    n = len(log_ratios)
+    candidate = [math.exp(x) for x in log_ratios]
+    result = compare_paired([1.0] * n, candidate, Looks(n, n), threshold=0.05)
+    return ComparisonRow(label, 1.0, 1.0, result)
+
+
+if __name__ == "__main__":
+    given = int(sys.argv[4]) if len(sys.argv) > 4 else None
+    simulate(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), given)
