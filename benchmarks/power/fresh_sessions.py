@@ -370,8 +370,8 @@ def summarise(out: Path, kind: str) -> None:
     session's start, machine, outcome, exit status, rounds, seconds, how many cells it passed,
     failed, left undecided and left out (not gated in this job) and each cell's state; and the
     changes its candidate carried (``INJECTED``, for ``recipe-ab``). Format history
-    (``SUMMARY_FORMAT``): 1 (2026-11-29) first; 2 (2026-11-29) each cell's state, the changes
-    injected."""
+    (``SUMMARY_FORMAT``): 1 (2026-11-29) first; 2 (2026-11-29) each cell's state and measured
+    ratio, the changes injected."""
     found = []
     for folder in sorted((out / kind).glob("*/compare.json")):
         data = json.loads(folder.read_text(encoding="utf-8"))
@@ -383,6 +383,7 @@ def summarise(out: Path, kind: str) -> None:
             "rounds": data["session"]["rounds"], "elapsed_s": data["session"]["elapsed_s"],
             "cells": {state: states.count(state) for state in sorted(set(states))},
             "states": {row["cell"]: row["gate_state"] for row in data["rows"]},
+            "ratios": {row["cell"]: (row["comparison"] or {}).get("ratio") for row in data["rows"]},
         }  # fmt: skip
         again = folder.parent / "redecided.json"
         if again.is_file():  # decided again from its rounds (redecide_recipe)

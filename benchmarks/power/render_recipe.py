@@ -160,7 +160,9 @@ def render_changes(data: dict[str, Any]) -> str:
         "| --- | ---: | ---: | ---: |",
     ]
     for name, key in zip(names, changes, strict=True):
-        states = [_state_of(session, key) for session in sessions]
+        states = [
+            session["states"][label] for session in sessions for label in _labels(session, key)
+        ]
         failed, passed = states.count("fail"), states.count("pass")
         rest = len(states) - failed - passed
         lines.append(f"| {name} | {failed} of {len(states)} | {passed} | {rest} |")
@@ -210,8 +212,13 @@ def _labels(session: dict[str, Any], key: str) -> list[str]:
 
 
 def _state_of(session: dict[str, Any], key: str) -> str:
-    labels = _labels(session, key)
-    return " / ".join(session["states"][label] for label in labels) or "absent"
+    """The state of the cell a change is in, and the change the session measured there."""
+    found = [
+        f"{session['states'][label]} ({session['ratios'][label]:.2f}x)"
+        if session["ratios"].get(label) else session["states"][label]
+        for label in _labels(session, key)
+    ]  # fmt: skip
+    return " / ".join(found) or "absent"
 
 
 def _cells(session: dict[str, Any]) -> str:
