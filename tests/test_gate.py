@@ -410,7 +410,7 @@ def test_a_round_far_above_the_others_keeps_a_cell_from_passing() -> None:
     shared = [*quiet[:9], math.log(4)]
     verdict = decide([paired_row(shared)], GATE, not_gated={"cell": "needs 60 rounds"})
     assert verdict.outcome == UNDERPOWERED and verdict.states == (UNDECIDED_ROW,)
-    assert "a round at 4.00x, at least 2x and far above the others" in verdict.undecided[0]
+    assert "a round at 4.00x, at least 2.2x and far above the others" in verdict.undecided[0]
     assert not verdict.not_gated
     small = [*quiet[:9], math.log(1.08)]  # within the pass limit: not a slow round
     assert decide([paired_row(small)], GATE).outcome == PASS
@@ -418,7 +418,7 @@ def test_a_round_far_above_the_others_keeps_a_cell_from_passing() -> None:
 
 def test_a_round_of_unchanged_code_at_its_heaviest_tail_does_not_hold_a_pass() -> None:
     """This machine's A/A rounds reach 1.5-1.8x in either direction (docs/gate.md): far above
-    a quiet cell's other rounds, yet below twice the baseline, so not a slow round. A cell
+    a quiet cell's other rounds, yet below twice the pass limit's ratio, so not a slow round. A cell
     whose unchanged code runs at two speeds (rounds at a fifth and five times, a median
     deviation near zero) is held by its own modes, unless the machine's noise table gives its
     A/A spread."""
