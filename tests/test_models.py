@@ -28,7 +28,7 @@ from stackwars.timing.timer import TimingConfig
 from stackwars.workloads.models import SPECS
 from stackwars.workloads.models.adapter import ModelCell
 from stackwars.workloads.models.gpt import GPT2_SMALL
-from stackwars.workloads.models.spec import count
+from stackwars.workloads.models.spec import count, standard_init
 
 GIB = 2**30
 # This machine's memory (24 GiB) under the default budget share (75 %).
@@ -56,6 +56,22 @@ def test_every_published_model_is_registered_with_its_published_count() -> None:
     assert {spec.name for spec in SPECS} == set(PUBLISHED)
     for spec in SPECS:
         assert count(spec.layout(spec.configs["full"])) == PUBLISHED[spec.name], spec.name
+
+
+def test_weights_are_drawn_in_float32_with_each_kinds_spread() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    kernel = standard_init("h.0.mlp.kernel", (400, 300), rng)
+    assert kernel.dtype == np.float32
+    assert kernel.std() == pytest.approx(1 / 20, rel=0.02)  # 1/sqrt(fan-in 400)
+    assert standard_init("wte.embedding", (500, 100), rng).std() == pytest.approx(0.02, rel=0.02)
+    scale = standard_init("ln.scale", (50_000,), rng)
+    assert (scale.mean(), scale.std()) == (pytest.approx(1, abs=0.01), pytest.approx(0.1, rel=0.02))
+    var = standard_init("bn.var", (50_000,), rng)
+    assert var.min() >= 1 and var.mean() == pytest.approx(1 + 0.1 * np.sqrt(2 / np.pi), abs=0.01)
+    with pytest.raises(ValueError, match="name its last part after one of kernel"):
+        standard_init("h.0.weird", (3,), rng)
 
 
 def test_list_workloads_shows_each_model_parameter_count(

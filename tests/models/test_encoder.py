@@ -48,7 +48,10 @@ def tiny(spec: ModelSpec) -> dict[str, Any]:
 
 def weights(spec: ModelSpec, config: dict[str, Any]) -> dict[str, Any]:
     rng = np.random.default_rng(0)
-    return {name: spec.init(name, shape, rng) for name, shape in spec.layout(config).items()}
+    return {
+        name: spec.init(name, shape, rng).astype(np.float64)
+        for name, shape in spec.layout(config).items()
+    }
 
 
 def as32(arrays: dict[str, Any]) -> dict[str, Any]:

@@ -29,9 +29,12 @@ def tiny(spec: ModelSpec) -> Mapping[str, Any]:
 
 
 def weights(spec: ModelSpec) -> dict[str, np.ndarray]:
-    """float64 canonical weights drawn by the spec's own rule."""
+    """Canonical weights drawn by the spec's own rule, in float64 for the float64 forwards."""
     rng = np.random.default_rng(0)
-    return {name: spec.init(name, shape, rng) for name, shape in spec.layout(tiny(spec)).items()}
+    return {
+        name: spec.init(name, shape, rng).astype(np.float64)
+        for name, shape in spec.layout(tiny(spec)).items()
+    }
 
 
 def as_float32(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

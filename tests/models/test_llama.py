@@ -27,7 +27,10 @@ COMPILED = pytest.param(True, marks=pytest.mark.slow)
 @pytest.fixture(scope="module")
 def weights() -> dict[str, Any]:
     rng = np.random.default_rng(0)
-    return {name: SPEC.init(name, shape, rng) for name, shape in SPEC.layout(TINY).items()}
+    return {
+        name: SPEC.init(name, shape, rng).astype(np.float64)
+        for name, shape in SPEC.layout(TINY).items()
+    }
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ def rms(x: Any) -> float:
 def weights() -> dict[str, Any]:
     rng = np.random.default_rng(0)
     shapes = {**SPEC.layout(TINY), **SPEC.buffers(TINY)}
-    return {name: SPEC.init(name, shape, rng) for name, shape in shapes.items()}
+    return {name: SPEC.init(name, shape, rng).astype(np.float64) for name, shape in shapes.items()}
 
 
 @pytest.fixture(scope="module")

@@ -138,7 +138,7 @@ def _make_inputs(spec: ModelSpec, params: Mapping[str, Any], seed: int) -> tuple
     rng = np.random.default_rng(seed)
     host = np.float32
     arrays = [
-        spec.init(name, shape, rng).astype(host)
+        spec.init(name, shape, rng).astype(host, copy=False)
         for layout in (spec.layout(config), spec.buffers(config))
         for name, shape in layout.items()
     ]
