@@ -108,11 +108,9 @@ def _signs(rng: random.Random, rounds: int) -> list[int]:
 
 
 def _label_of(key: str, labels: list[str]) -> str:
-    workload, stack = key.split(" ")
-    found = [
-        label for label in labels
-        if label.startswith(f"{workload}(") and f") {stack} @" in label
-    ]  # fmt: skip
+    from render_recipe import changed_cells  # beside this script, run as one
+
+    found = changed_cells(key, labels)
     if len(found) != 1:
         raise SystemExit(f"{key}: {len(found)} cells of the A/A sessions match it")
     return found[0]

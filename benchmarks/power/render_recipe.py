@@ -27,7 +27,7 @@ import math
 import statistics
 import sys
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +146,7 @@ def render_changes(data: dict[str, Any]) -> str:
     ]
     for session in sessions:
         states = [_state_of(session, key) for key in changes]
-        changed = {label for key in changes for label in _labels(session, key)}
+        changed = {label for key in changes for label in changed_cells(key, session["states"])}
         others = sum(
             state == "fail" for label, state in session["states"].items() if label not in changed
         )
@@ -161,7 +161,9 @@ def render_changes(data: dict[str, Any]) -> str:
     ]
     for name, key in zip(names, changes, strict=True):
         states = [
-            session["states"][label] for session in sessions for label in _labels(session, key)
+            session["states"][label]
+            for session in sessions
+            for label in changed_cells(key, session["states"])
         ]
         failed, passed = states.count("fail"), states.count("pass")
         rest = len(states) - failed - passed
@@ -202,11 +204,12 @@ def render_predicted(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _labels(session: dict[str, Any], key: str) -> list[str]:
-    """The session's cells a change keyed ``workload stack`` is in."""
+def changed_cells(key: str, labels: Iterable[str]) -> list[str]:
+    """The cells (their labels) a change of fresh_sessions.py's ``INJECTED``, keyed
+    ``workload stack``, is in."""
     workload, stack = key.split(" ")
     return [
-        label for label in session["states"]
+        label for label in labels
         if label.startswith(f"{workload}(") and f") {stack} @" in label
     ]  # fmt: skip
 
@@ -216,7 +219,7 @@ def _state_of(session: dict[str, Any], key: str) -> str:
     found = [
         f"{session['states'][label]} ({session['ratios'][label]:.2f}x)"
         if session["ratios"].get(label) else session["states"][label]
-        for label in _labels(session, key)
+        for label in changed_cells(key, session["states"])
     ]  # fmt: skip
     return " / ".join(found) or "absent"
 

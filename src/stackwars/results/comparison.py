@@ -580,34 +580,8 @@ def decide(
     (they stay in the family: a cell among them can still fail)."""
     tests = _hypotheses(rows, gate)
     rejected, procedure = _fail_family(tests, gate.alpha)
-    marks = _Marks([NOT_JUDGED] * len(rows), [""] * len(rows), [])
-    for index, row in enumerate(rows):
-        if row.broken and not gate.allow_failures:
-            marks.fail(index, f"BROKEN: {row.label}: {row.broken}", regression=False)
-        elif row.note and not row.broken and not _outside_gate(row):
-            marks.states[index] = UNDECIDED_ROW
-    for test, significant in zip(tests, rejected, strict=True):
-        if significant and (test.result.ratio - 1) * 100 > test.limit:
-            marks.fail(test.row, _failure_line(rows, test))
-    for index, row in enumerate(rows):
-        if gate.fail_on_count_change and row.counts:
-            changed = "; ".join(change.describe() for change in row.counts)
-            marks.fail(index, f"COUNT CHANGED: {row.label}: {changed}")
-        earlier = (failed_before or {}).get(row.label)
-        if earlier and marks.states[index] != FAIL:
-            marks.fail(index, f"{earlier}; a failed cell stays failed")
-    held: dict[int, str] = {}  # rows a slow round keeps from passing, with why
-    for index in {test.row for test in tests}:
-        if marks.states[index] != FAIL:
-            mine = [test for test in tests if test.row == index]
-            shown = all(_passes(test, gate.alpha) for test in mine)
-            spread = (aa_spreads or {}).get(rows[index].label, 0.0)
-            slow = "".join(
-                slow_round(t.result, t.pass_limit, spread) for t in mine if t.what == "time"
-            )
-            if shown and slow:
-                held[index] = slow
-            marks.states[index] = PASSED if shown and not slow else UNDECIDED_ROW
+    marks = _judge_failures(rows, gate, zip(tests, rejected, strict=True), failed_before or {})
+    held = _judge_passes(rows, tests, marks.states, gate.alpha, aa_spreads or {})
     # A slow round is the candidate's own evidence: the triage made before it cannot excuse it.
     excusable = dict(not_gated or {})
     for index in held:
@@ -622,6 +596,57 @@ def decide(
     outcome = _outcome(marks.failures, undecided, marks.states, gate)
     return GateVerdict(outcome, family, tuple(marks.failures), undecided, tuple(marks.states),
                        tuple(marks.regressions), untested)  # fmt: skip
+
+
+def _judge_failures(
+    rows: list[ComparisonRow],
+    gate: Gate,
+    tested: Iterable[tuple[Hypothesis, bool]],
+    failed_before: Mapping[str, str],
+) -> _Marks:
+    """Each row broken, failed (a regression the family rejects beyond its limit, a count
+    changed, a failure at an earlier look) or held open by a note; the rest not judged yet."""
+    marks = _Marks([NOT_JUDGED] * len(rows), [""] * len(rows), [])
+    for index, row in enumerate(rows):
+        if row.broken and not gate.allow_failures:
+            marks.fail(index, f"BROKEN: {row.label}: {row.broken}", regression=False)
+        elif row.note and not row.broken and not _outside_gate(row):
+            marks.states[index] = UNDECIDED_ROW
+    for test, significant in tested:
+        if significant and (test.result.ratio - 1) * 100 > test.limit:
+            marks.fail(test.row, _failure_line(rows, test))
+    for index, row in enumerate(rows):
+        if gate.fail_on_count_change and row.counts:
+            changed = "; ".join(change.describe() for change in row.counts)
+            marks.fail(index, f"COUNT CHANGED: {row.label}: {changed}")
+        earlier = failed_before.get(row.label)
+        if earlier and marks.states[index] != FAIL:
+            marks.fail(index, f"{earlier}; a failed cell stays failed")
+    return marks
+
+
+def _judge_passes(
+    rows: list[ComparisonRow],
+    tests: list[Hypothesis],
+    states: list[str],
+    alpha: float,
+    aa_spreads: Mapping[str, float],
+) -> dict[int, str]:
+    """Mark each tested row not failed passed (in ``states``) when every test of it shows it
+    within its pass limit and no round of it was slow, else undecided; the rows a slow round
+    alone held from passing, with why."""
+    held: dict[int, str] = {}
+    for index in {test.row for test in tests}:
+        if states[index] == FAIL:
+            continue
+        mine = [test for test in tests if test.row == index]
+        shown = all(_passes(test, alpha) for test in mine)
+        spread = aa_spreads.get(rows[index].label, 0.0)
+        slow = "".join(slow_round(t.result, t.pass_limit, spread) for t in mine if t.what == "time")
+        if shown and slow:
+            held[index] = slow
+        states[index] = PASSED if shown and not slow else UNDECIDED_ROW
+    return held
 
 
 def _not_gated(
