@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -168,21 +169,21 @@ def execute(
 def cell_tasks(planned: Sequence[PlannedCell], options: RunOptions) -> list[CellTask | SharedTask]:
     """The run's tasks: a cell each, or with --workers per-stack, each run of consecutive
     cells to measure that can share a worker (plan.schedule put them together) as one."""
-    tasks: list[CellTask | SharedTask] = []
-    group: list[CellTask] = []
-    for index, item in enumerate(planned):
-        task = CellTask(item, options, index)
-        if options.workers != PER_STACK or item.skip_reason:
-            tasks.append(task)
-            continue
-        if group and _sharing(group[-1], options) != _sharing(task, options):
-            tasks.append(_task_of(group))
-            group = []
-        group.append(task)
-        if index + 1 == len(planned) or planned[index + 1].skip_reason:
-            tasks.append(_task_of(group))
-            group = []
-    return tasks
+    tasks = [CellTask(item, options, index) for index, item in enumerate(planned)]
+    if options.workers != PER_STACK:
+        return list(tasks)
+
+    def sharing(task: CellTask) -> tuple[Any, ...] | None:
+        return None if task.item.skip_reason else _sharing(task, options)
+
+    grouped: list[CellTask | SharedTask] = []
+    for key, run in groupby(tasks, key=sharing):
+        group = list(run)
+        if key is None:  # cells not measured stand alone
+            grouped.extend(group)
+        else:
+            grouped.append(_task_of(group))
+    return grouped
 
 
 def _sharing(task: CellTask, options: RunOptions) -> tuple[Any, ...]:
