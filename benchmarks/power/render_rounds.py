@@ -48,6 +48,7 @@ ALPHA = 0.05
 BUDGET_S = 900.0  # a CI job's time for the gate (docs/ci.md's --time-budget default)
 DESIGNS = ("sequential", "duet", "per-stack", "per-stack-duet")
 SIDES = ("baseline", "candidate")
+COSTS_FORMAT = 2  # of NAME-costs.json (write_costs has its history)
 # Groups of the quick suite's stacks a gate could be given, cheapest imports first.
 GROUPS = {
     "numpy, jax, torch:eager": ("numpy:eager", "jax:eager", "jax:jit", "torch:eager"),
@@ -66,15 +67,25 @@ def load(folder: Path, name: str) -> tuple[dict[str, Any], dict[str, Any], dict[
 
 
 def write_costs(folder: Path, name: str) -> None:
-    """``NAME-costs.json``: each cell's mean worker wall time over every round and side."""
+    """``NAME-costs.json``: each cell's mean worker wall time over every round and side, and
+    the mean of its first run's compile time (its breakdown's ``compile_s``: JAX's XLA
+    compile, torch.compile's backend and Inductor; 0 for a stack that compiles nothing ahead
+    or keeps no breakdown), the most a compile cache kept across rounds could save of it.
+    Format history: 1 (2026-11-29) wall_s and workers; 2 (2026-11-29) compile_s."""
     walls: dict[str, list[float]] = defaultdict(list)
+    compiles: dict[str, list[float]] = defaultdict(list)
     for path in sorted((folder / f"{name}-rounds").glob("*-[0-9][0-9].json")):
         for data in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             cell = Cell.from_dict(data)
             if cell.wall_s is not None:
                 walls[label(cell)].append(cell.wall_s)
-    cells = {cell: {"wall_s": statistics.fmean(w), "workers": len(w)} for cell, w in walls.items()}
-    text = json.dumps({"format": 1, "cells": cells}, indent=1, sort_keys=True) + "\n"
+                compiles[label(cell)].append(cell.first_run_breakdown.get("compile_s", 0.0))
+    cells = {
+        cell: {"wall_s": statistics.fmean(w), "compile_s": statistics.fmean(compiles[cell]),
+               "workers": len(w)}
+        for cell, w in walls.items()
+    }  # fmt: skip
+    text = json.dumps({"format": COSTS_FORMAT, "cells": cells}, indent=1, sort_keys=True) + "\n"
     (folder / f"{name}-costs.json").write_text(text, encoding="utf-8")
 
 
@@ -109,7 +120,8 @@ def render(folder: Path) -> str:
             texts.append(f"{spread}, {needed[name].get(cell, '–')}, {worker}")
         lines.append(f"| {cell} | " + " | ".join(texts) + " |")
     noises = {name: noise for name, (_, noise, _) in found.items()}
-    return "\n".join([*lines, "", *_groups(found, noises, walls)]) + "\n"
+    compiles = {name: _compiles(costs) for name, (_, _, costs) in found.items()}
+    return "\n".join([*lines, "", *_groups(found, noises, walls, compiles)]) + "\n"
 
 
 def _needed(noise: dict[str, Any]) -> dict[str, int]:
@@ -121,19 +133,27 @@ def _walls(costs: dict[str, Any]) -> dict[str, float]:
     return {cell: data["wall_s"] for cell, data in costs["cells"].items()}
 
 
+def _compiles(costs: dict[str, Any]) -> dict[str, float]:
+    if costs["format"] < COSTS_FORMAT:
+        raise SystemExit("costs written before their compile time was kept: run --costs again")
+    return {cell: data["compile_s"] for cell, data in costs["cells"].items()}
+
+
 def _groups(
     found: dict[str, tuple[dict[str, Any], ...]],
     noises: dict[str, dict[str, Any]],
     walls: dict[str, dict[str, float]],
+    compiles: dict[str, dict[str, float]],
 ) -> list[str]:
     """Per group of stacks (each adding to the ones before): what a round of its cells costs
     in each design, from that design's own workers (sequential: both sides' workers in turn;
     duet: the sides at once, each on its core), how many rounds a CI job's budget affords at
     that cost, and how many of the group's cells those rounds can gate: ab's triage with the
     design's noise table, the cells all shown within the limit together with 80 %
-    probability."""
-    header = " | ".join(f"{name}: a round, rounds in {BUDGET_S // 60:.0f} min, cells they gate"
-                        for name in found)  # fmt: skip
+    probability; and of a round's cost, what its workers' first runs spent compiling (the
+    most a compile cache kept across rounds could save)."""
+    header = " | ".join(f"{name}: a round (compiling), rounds in {BUDGET_S // 60:.0f} min, "
+                        "cells they gate" for name in found)  # fmt: skip
     lines = [f"| stacks | cells | {header} |", "| --- | ---: |" + " ---: |" * len(found)]
     stacks: tuple[str, ...] = ()
     for group, more in GROUPS.items():
@@ -146,7 +166,8 @@ def _groups(
             rounds = int(BUDGET_S // cost)
             decided = len(cells) - len(triage(_table(noises[name]), cells, PASS_LIMIT * 100,
                                               ALPHA, rounds))  # fmt: skip
-            texts.append(f"{cost:.0f} s, {rounds}, {decided}")
+            compiling = _workers_cost(name, compiles[name], cells)
+            texts.append(f"{cost:.0f} s ({compiling:.1f} s), {rounds}, {decided}")
             count = len(cells)
         lines.append(f"| {group} | {count} | " + " | ".join(texts) + " |")
     return lines
