@@ -58,5 +58,9 @@ def test_gemm_on_every_installed_stack_in_fresh_workers(tmp_path: Path) -> None:
         assert cells[stack]["compiles"]["first_run"] >= 1, stack
         assert cells[stack]["compiles"]["steady"] == 0, stack
         assert cells[stack]["first_run_breakdown"], stack
+    if cells["tensorflow:xla"]["status"] == "ok":  # XLA's compile read from TensorFlow's log
+        xla = cells["tensorflow:xla"]["first_run_breakdown"]
+        assert set(xla) == {"trace_s", "compile_s", "execute_s"}
+        assert 0 < xla["compile_s"] < cells["tensorflow:xla"]["times"]["first_run_s"]
     if cells["jax:jit"]["status"] == "ok":
         assert cells["jax:jit"]["times"]["dispatch_s"] is not None

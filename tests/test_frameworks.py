@@ -15,6 +15,7 @@ import pytest
 
 from stackwars.frameworks import FRAMEWORKS, load_framework
 from stackwars.frameworks.base import DeviceUnavailable, Framework, FrameworkInfo, RunSettings
+from stackwars.frameworks.tensorflow import xla_compile_s
 
 COMPILING = {("jax", "jit"), ("torch", "compile"), ("tensorflow", "graph"), ("tensorflow", "xla")}
 PHASE_KEYS = {
@@ -191,6 +192,21 @@ def test_tensorflow_gives_the_program_of_each_compiling_mode_and_eager_none(
     ops = framework.compiled_program(graph, [a])
     assert ops is not None and "MatMul" in ops.text.split()
     assert framework.compiled_program(framework.prepare(lambda x: x @ x, "eager"), [a]) is None
+
+
+def test_xla_compile_time_is_summed_from_tensorflows_log_lines() -> None:
+    # As TensorFlow 2.21 writes them (the second function's line made up from the first).
+    log = (
+        "I0000 00:00:1795973743.349305    7218 device_compiler.h:208] Compiled cluster using "
+        "XLA!  This line is logged at most once for the lifetime of the process.\n"
+        "I0000 00:00:1795973743.349371    7218 device_compilation_profiler.cc:113] Compiled "
+        "__inference_<lambda>_13 1 times, compile time: 123960 us, cumulative: 123960 us "
+        "(0 us / 124 ms)\n"
+        "I0000 00:00:1795973743.351000    7218 device_compilation_profiler.cc:113] Compiled "
+        "__inference_step_30 2 times, compile time: 1000 us, cumulative: 5000 us (1 ms / 5 ms)\n"
+    )
+    assert xla_compile_s(log) == pytest.approx(0.12496)
+    assert xla_compile_s("I0000 device_compilation_profiler.cc] nothing compiled\n") is None
 
 
 @pytest.mark.parametrize("name", list(NATIVE))

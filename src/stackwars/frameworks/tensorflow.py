@@ -20,6 +20,9 @@ silently (built by ``exec``, native callables) is not reported.
 from __future__ import annotations
 
 import logging
+import os
+import re
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -58,6 +61,17 @@ CPU_PEAK_NOTE = (
 )
 
 AUTOGRAPH_FALLBACK = "AutoGraph could not transform"
+# XLA's compile time of each function TensorFlow compiles. Its DeviceCompiler logs it at
+# VLOG(1), "Compiled <function> <n> times, compile time: <us> us, ..."
+# (device_compilation_profiler.cc), and gives Python no other way to read it: its monitoring
+# counter /tensorflow/core/xla_compilation_time_usecs is C++'s (a Python counter of that name
+# is a metric of its own and reads 0). A VLOG message is an INFO one, so TensorFlow's
+# minimum log level must let INFO through for the line to be written.
+XLA_COMPILE_LINE = re.compile(r"compiled \S+ \d+ times, compile time: (\d+) us", re.IGNORECASE)
+XLA_COMPILE_LOGGING = {
+    "TF_CPP_MIN_LOG_LEVEL": "0",
+    "TF_CPP_VMODULE": "device_compilation_profiler=1",
+}
 
 
 class _AutoGraphFallbacks(logging.Handler):
@@ -132,6 +146,7 @@ class TensorflowFramework(Framework):
         self._traced: list[Any] = []
         self._modes: dict[int, tuple[str, Any]] = {}  # id(prepared) -> (mode, tf.function)
         self._first: tuple[str, float] | None = None
+        self._log_offset: int | None = None  # where stderr stood when the first call began
         self._tpu_error: str | None = None  # why the TPU system did not start, once tried
         self._fraction_note: str | None = None  # why a --memory-fraction was not applied
         self._allocator_stats = False  # whether the device's allocator keeps statistics
@@ -139,11 +154,10 @@ class TensorflowFramework(Framework):
     def environment(self, settings: RunSettings) -> dict[str, str]:
         if not settings.cache_dir:
             raise ValueError("tensorflow needs settings.cache_dir to keep keras out of home")
-        # Level 2 hides TensorFlow's info and warning logs. The oneDNN notice still appears:
-        # it is printed before logging is set up, and the only documented switch
-        # (TF_ENABLE_ONEDNN_OPTS=0) would change the kernels being measured.
+        # TensorFlow's info logs go to the worker's output (kept, shown when a cell fails)
+        # so that XLA's compile time can be read there (XLA_COMPILE_LINE).
         return {
-            "TF_CPP_MIN_LOG_LEVEL": "2",
+            **XLA_COMPILE_LOGGING,
             "KERAS_HOME": str(Path(settings.cache_dir) / "keras"),
             # Keras reads its backend from the environment: a user's KERAS_BACKEND=jax would
             # otherwise build this stack's models on JAX.
@@ -330,14 +344,23 @@ class TensorflowFramework(Framework):
         with tf.device(self._device):
             function.get_concrete_function(*args)
         self._first = (mode, time.perf_counter() - start)
+        self._log_offset = _stderr_offset()
         return fn(*args)
 
     def first_run_phases(self, total_s: float) -> dict[str, float]:
+        """trace_s, then (graph) optimize_and_execute_s: Grappler's work is not logged apart;
+        (xla) compile_s and execute_s where XLA's compile time was logged to a stderr that is
+        a file (a worker's output), else compile_and_execute_s."""
         if self._first is None:
             return {}
         mode, trace_s = self._first
-        rest = "compile_and_execute_s" if mode == "xla" else "optimize_and_execute_s"
-        return {"trace_s": trace_s, rest: max(0.0, total_s - trace_s)}
+        rest = max(0.0, total_s - trace_s)
+        if mode != "xla":
+            return {"trace_s": trace_s, "optimize_and_execute_s": rest}
+        compile_s = _logged_compile_s(self._log_offset)
+        if compile_s is None:
+            return {"trace_s": trace_s, "compile_and_execute_s": rest}
+        return {"trace_s": trace_s, "compile_s": compile_s, "execute_s": max(0.0, rest - compile_s)}
 
     def selftest_step(self) -> Callable[[Any, Any], Any]:
         import tensorflow as tf
@@ -383,3 +406,31 @@ class TensorflowFramework(Framework):
             "memory_fraction": self._fraction_note,
             "device_peak_bytes_note": CPU_PEAK_NOTE if self._kind == "cpu" else None,
         }
+
+
+def _stderr_offset() -> int | None:
+    """Where this process's stderr stands, when it is a regular file (a worker's output);
+    None for a terminal or a pipe, which cannot be read back."""
+    try:
+        if not stat.S_ISREG(os.fstat(2).st_mode):
+            return None
+        return os.lseek(2, 0, os.SEEK_CUR)
+    except OSError:
+        return None
+
+
+def _logged_compile_s(offset: int | None) -> float | None:
+    """XLA's compile time logged to stderr since ``offset`` (every function it compiled), in
+    seconds; None when stderr is no file or no compile was logged."""
+    if offset is None:
+        return None
+    with open(f"/proc/{os.getpid()}/fd/2", "rb") as written:  # a reading handle of its own
+        written.seek(offset)
+        return xla_compile_s(written.read().decode("utf-8", errors="replace"))
+
+
+def xla_compile_s(log: str) -> float | None:
+    """The compile time of every function XLA compiled, as TensorFlow logged them in ``log``
+    (XLA_COMPILE_LINE), in seconds; None when it logged none."""
+    times_us = [int(found) for found in XLA_COMPILE_LINE.findall(log)]
+    return sum(times_us) / 1e6 if times_us else None
