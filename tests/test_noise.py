@@ -25,7 +25,7 @@ from stackwars.results.comparison import (
     Gate,
     decide,
 )
-from stackwars.results.schema import Cell, Steady
+from stackwars.results.schema import Cell, Memory, Steady
 from stackwars.results.verdict import verdict_of
 from stackwars.runner.child import Interpreter
 from stackwars.timing.sequential import rounds_to_pass
@@ -119,15 +119,60 @@ def test_a_table_is_one_machine_s_and_of_its_own_format(
     with pytest.raises(UsageError, match=r"measured another machine .* --write-noise"):
         read_noise(path)
     path.write_text('{"format": 99}', encoding="utf-8")
-    with pytest.raises(UsageError, match="not a noise table of format 1"):
+    with pytest.raises(UsageError, match="not a noise table of format 2"):
         read_noise(path)
 
 
-def noisy_rounds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, swings: list[float]) -> None:
+def test_a_table_keeps_memory_spreads_and_reads_a_first_format_table_without_them(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "noise.json"
+    measured = NoiseTable(HERE, "a CPU", "2026-11-29T03:00:00+00:00", ["stackwars", "ab"], 20,
+                          {"c": CellNoise(20, 0.1, {"peak RSS": 0.02})})  # fmt: skip
+    measured.write(path)
+    assert read_noise(path) == measured
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["format"], data["cells"] = 1, {"c": {"rounds": 20, "spread": 0.1}}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert read_noise(path).cells == {"c": CellNoise(20, 0.1)}
+
+
+def test_with_a_memory_limit_a_cell_is_gated_only_when_its_memory_can_be_shown_too() -> None:
+    quiet = CellNoise(20, 0.01, {"peak RSS": 0.01})
+    noisy_memory = CellNoise(20, 0.01, {"peak RSS": 0.3})
+    cells = {"quiet": quiet, "noisy memory": noisy_memory}
+    measured = NoiseTable(HERE, "a CPU", "2026-11-29T03:00:00+00:00", ["ab"], 20, cells)
+    labels = ["quiet", "noisy memory"]
+    assert triage(measured, labels, 10, 0.05, 10) == {}  # time alone: both are quiet
+    found = triage(measured, labels, 10, 0.05, 10, memory_limit_pct=10)
+    assert list(found) == ["noisy memory"]
+    assert (
+        "within 10% beside the 1 gated cell(s) at its noise (its peak RSS: a round's "
+        in (found["noisy memory"])
+    )
+    # Each memory measure is one more test that must pass: two quiet cells with a measure
+    # each ask for the rounds of four tests together.
+    margin = math.log1p(0.10)
+    spread = 0.15
+    four, two = (rounds_to_pass(spread, margin, 0.05, 0.8 ** (1 / k)) for k in (4, 2))
+    assert four > two
+    pair = {label: CellNoise(20, spread, {"peak RSS": spread}) for label in ("a", "b")}
+    both = NoiseTable(HERE, "a CPU", "2026-11-29T03:00:00+00:00", ["ab"], 20, pair)
+    assert triage(both, ["a", "b"], 10, 0.05, two) == {}
+    assert len(triage(both, ["a", "b"], 10, 0.05, two, memory_limit_pct=10)) == 1
+    assert triage(both, ["a", "b"], 10, 0.05, four, memory_limit_pct=10) == {}
+
+
+def noisy_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    swings: list[float],
+    memory: list[float] | None = None,
+) -> None:
     """ab's rounds without processes: cell i's baseline worker lands exp(+swings[i]) off in
     even rounds and exp(-swings[i]) in odd ones, its candidate the other way round (a paired
     log ratio of -2 swing, +2 swing, ...: centred on no change, whichever side goes first),
-    beside a small fixed wobble."""
+    beside a small fixed wobble; ``memory``: the same swings of each cell's peak RSS."""
 
     def fake_round(session: ab.Session, side: ab.Side, index: int) -> Path:
         record = run_at(f"2026-11-29T03:00:{index:02d}+00:00")
@@ -136,7 +181,11 @@ def noisy_rounds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, swings: list[f
         for i, swing in enumerate(swings):
             time = 1e-3 * math.exp(sign * swing + 0.001 * math.sin(7 * index + i))
             steady = Steady(median_s=time, samples_s=[time] * 3)
-            record.cells.append(Cell(f"w{i}", {}, "numpy:eager", status="ok", steady=steady))
+            cell = Cell(f"w{i}", {}, "numpy:eager", status="ok", steady=steady)
+            if memory is not None:
+                wobble = 0.001 * math.cos(5 * index + i)
+                cell.memory = Memory(peak_rss_bytes=int(1e9 * math.exp(sign * memory[i] + wobble)))
+            record.cells.append(cell)
         path = tmp_path / f"{session.out_dir.name}-{side.name}-{index}.json"
         record.write_json(path)
         return path
@@ -170,6 +219,27 @@ def test_an_a_a_session_s_table_lets_the_next_session_pass_its_quiet_cells(
                              lambda: next(ticks))  # fmt: skip
     assert triaged.verdict is not None and triaged.verdict.outcome == PASS
     assert triaged.verdict.states == (PASSED, PASSED, NOT_GATED)
+
+
+def test_an_a_a_session_measures_memory_spreads_that_a_memory_gate_triages(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Two cells quiet in time, one of them not in its peak RSS: with a gate on memory too the
+    session passes the quiet one and lists the other not gated, naming its memory."""
+    noisy_rounds(monkeypatch, tmp_path, [0.001, 0.001], memory=[0.001, 0.3])
+    ticks = iter(float(t) for t in range(100))
+    measured = ab.run_session(session(tmp_path, "aa"), lambda text: None, lambda: next(ticks))
+    noise = noise_of(measured.rows, measured.rounds, ["stackwars", "ab"])
+    quiet, noisy = (noise.cells[row.label].memory["peak RSS"] for row in measured.rows)
+    assert quiet < 0.01 and noisy > 0.5  # a paired log ratio of -0.6, +0.6, ...
+    sides = ab.Side("baseline"), ab.Side("candidate")
+    gate = Gate(fail_above=5, fail_memory_above=10)
+    both = ab.Session((), *sides, tmp_path / "both", gate=gate, min_rounds=10, max_rounds=10,
+                      noise=noise)  # fmt: skip
+    triaged = ab.run_session(both, lambda text: None, lambda: next(ticks))
+    assert triaged.verdict is not None and triaged.verdict.outcome == PASS
+    assert triaged.verdict.states == (PASSED, NOT_GATED)
+    assert "(its peak RSS: a round's paired spread" in triaged.verdict.not_gated[0]
 
 
 def test_noise_without_a_gate_on_time_and_a_write_that_is_not_a_a_are_refused(

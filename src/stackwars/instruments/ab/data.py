@@ -13,13 +13,20 @@ regression cannot make its own cell ungated by making it noisy (a slowdown in a 
 candidate's processes does); a not-gated cell stays in the failure family, so a regression large
 enough still fails it. A table is one machine's: read on another fingerprint it is refused.
 
+With a gate on memory too (``--fail-memory-above``), each memory measure the table holds for a
+cell is one more test that must pass: the cell is gated only when its rounds can show its time
+and those measures within their limits, all the gated tests together with 80 % probability.
+
 File format (``NOISE_FORMAT``), JSON: ``{"format", "machine": {"fingerprint", "cpu_model"},
-"measured" (UTC, ISO 8601), "command", "rounds", "cells": {label: {"rounds", "spread"}}}``,
-``spread`` the standard deviation of a round's paired log ratio (candidate over baseline).
+"measured" (UTC, ISO 8601), "command", "rounds", "cells": {label: {"rounds", "spread",
+"memory": {measure: spread}}}}``, ``spread`` the standard deviation of a round's paired log
+ratio (candidate over baseline) of the cell's time, ``memory`` the same of each memory measure
+its workers recorded (``results/comparison.py``'s ``MEASURES``: "peak RSS", "device peak").
 
 Format history:
 
-* 1 (2026-11-29): first format.
+* 1 (2026-11-29): first format (time alone); still read, as a table without memory spreads.
+* 2 (2026-11-29): ``memory``.
 """
 
 from __future__ import annotations
@@ -27,8 +34,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from stackwars.errors import UsageError
 from stackwars.results import metadata
@@ -37,14 +45,16 @@ from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import now
 from stackwars.timing.sequential import PLANNING_POWER, Paired, rounds_to_pass
 
-NOISE_FORMAT = 1
+NOISE_FORMAT = 2
+READ_FORMATS = (1, 2)
 FEWEST_AA_ROUNDS = 3  # below this a cell's spread is not kept: two rounds barely show one
 
 
 @dataclass(frozen=True)
 class CellNoise:
     rounds: int  # the A/A rounds its spread comes from
-    spread: float  # standard deviation of a round's paired log ratio
+    spread: float  # standard deviation of a round's paired log ratio of its time
+    memory: dict[str, float] = field(default_factory=dict)  # the same, per memory measure
 
 
 @dataclass(frozen=True)
@@ -76,7 +86,13 @@ def noise_of(rows: Iterable[ComparisonRow], rounds: int, command: Sequence[str])
     for row in rows:
         evidence = row.result.evidence if row.result is not None else None
         if isinstance(evidence, Paired) and evidence.rounds >= FEWEST_AA_ROUNDS:
-            cells[row.label] = CellNoise(evidence.rounds, _sd(evidence.log_ratios))
+            memory = {
+                change.what: _sd(change.result.evidence.log_ratios)
+                for change in row.memory
+                if isinstance(change.result.evidence, Paired)
+                and change.result.evidence.rounds >= FEWEST_AA_ROUNDS
+            }
+            cells[row.label] = CellNoise(evidence.rounds, _sd(evidence.log_ratios), memory)
     machine = metadata.machine_info()
     return NoiseTable(_here(), str(machine.get("cpu_model")), now(), list(command), rounds,
                       cells)  # fmt: skip
@@ -89,7 +105,7 @@ def read_noise(path: Path) -> NoiseTable:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise UsageError(f"cannot read the noise table {path}: {exc}") from exc
-    if not isinstance(data, dict) or data.get("format") != NOISE_FORMAT:
+    if not isinstance(data, dict) or data.get("format") not in READ_FORMATS:
         raise UsageError(
             f"{path} is not a noise table of format {NOISE_FORMAT}: write one with an A/A "
             "session, 'stackwars ab --write-noise FILE -- RUN_OPTIONS'"
@@ -106,35 +122,81 @@ def read_noise(path: Path) -> NoiseTable:
                       data["command"], data["rounds"], cells)  # fmt: skip
 
 
+class Demand(NamedTuple):
+    """What a cell asks of a session's rounds: its hardest measure's spread over its margin
+    (the rounds needed grow with it), and that measure."""
+
+    ratio: float
+    what: str  # "time", or a memory measure
+    spread: float
+    limit_pct: float
+
+
 def triage(
-    table: NoiseTable, labels: Iterable[str], pass_limit_pct: float, alpha: float, rounds: int
+    table: NoiseTable,
+    labels: Iterable[str],
+    pass_limit_pct: float,
+    alpha: float,
+    rounds: int,
+    *,
+    memory_limit_pct: float | None = None,
 ) -> dict[str, str]:
     """The cells among ``labels`` that ``rounds`` rounds cannot show within ``pass_limit_pct``
-    together with the others gated (module docstring), each with why; a cell the table does
-    not hold is gated, and counts among the cells that must pass together."""
-    margin = math.log1p(pass_limit_pct / 100)
+    (and, with ``memory_limit_pct``, their memory within it) together with the others gated
+    (module docstring), each with why; a cell the table does not hold is gated, and counts
+    among the cells that must pass together (with one test)."""
     chosen = list(labels)
-    known = sorted((table.cells[label].spread, label) for label in chosen if label in table.cells)
-    unknown = len(chosen) - len(known)
+    known = sorted(
+        (_demand(table.cells[label], pass_limit_pct, memory_limit_pct), label)
+        for label in chosen
+        if label in table.cells
+    )
+    unknown = [label for label in chosen if label not in table.cells]
+
+    def tests(cells: Iterable[str]) -> int:
+        """The tests that must pass together when ``cells`` are gated beside the unknown."""
+        memory = memory_limit_pct is not None
+        return len(unknown) + sum(1 + memory * len(table.cells[label].memory) for label in cells)
+
     gated = len(known)
-    while gated and _needed(known[gated - 1][0], margin, alpha, gated + unknown) > rounds:
+    while gated and _needed(known[gated - 1][0], alpha, tests(_labels(known[:gated]))) > rounds:
         gated -= 1
+    beside = _labels(known[:gated])
     why = {}
-    for spread, label in known[gated:]:
-        needed = _needed(spread, margin, alpha, gated + unknown + 1)
+    for demand, label in known[gated:]:
+        needed = _needed(demand, alpha, tests([*beside, label]))
         why[label] = (
-            f"needs at least {needed} rounds to be shown within {pass_limit_pct:g}% beside the "
-            f"{gated + unknown} gated cell(s) at its noise (a round's paired spread "
-            f"{spread * 100:.1f}% over {table.cells[label].rounds} A/A rounds, "
-            f"{table.measured[:10]}); this session has {rounds}"
+            f"needs at least {needed} rounds to be shown within {demand.limit_pct:g}% beside "
+            f"the {len(beside) + len(unknown)} gated cell(s) at its noise ({_spread_of(demand)} "
+            f"over {table.cells[label].rounds} A/A rounds, {table.measured[:10]}); this "
+            f"session has {rounds}"
         )
     return {label: why[label] for label in chosen if label in why}
 
 
-def _needed(spread: float, margin: float, alpha: float, cells: int) -> int:
-    """The rounds one of ``cells`` cells needs so that all of them pass together with the
-    planning power."""
-    return rounds_to_pass(spread, margin, alpha, PLANNING_POWER ** (1 / max(cells, 1)))
+def _labels(known: Sequence[tuple[Demand, str]]) -> list[str]:
+    return [label for _, label in known]
+
+
+def _spread_of(demand: Demand) -> str:
+    measure = "" if demand.what == "time" else f"its {demand.what}: "
+    return f"{measure}a round's paired spread {demand.spread * 100:.1f}%"
+
+
+def _demand(noise: CellNoise, pass_limit_pct: float, memory_limit_pct: float | None) -> Demand:
+    """The measure of ``noise`` hardest to show within its limit (time, or a memory measure
+    when memory is gated)."""
+    measures = [("time", noise.spread, pass_limit_pct)]
+    if memory_limit_pct is not None:
+        measures += [(what, spread, memory_limit_pct) for what, spread in noise.memory.items()]
+    return max(Demand(spread / math.log1p(limit / 100), what, spread, limit)
+               for what, spread, limit in measures)  # fmt: skip
+
+
+def _needed(demand: Demand, alpha: float, tests: int) -> int:
+    """The rounds ``demand``'s test needs so that all ``tests`` tests pass together with the
+    planning power (the rounds depend on the spread over the margin alone)."""
+    return rounds_to_pass(demand.ratio, 1.0, alpha, PLANNING_POWER ** (1 / max(tests, 1)))
 
 
 def _here() -> str:

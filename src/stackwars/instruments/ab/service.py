@@ -198,12 +198,14 @@ def _verdict(rows: list[ComparisonRow], session: Session, failed: dict[str, str]
 
 def not_gated(rows: Sequence[ComparisonRow], session: Session) -> dict[str, str]:
     """The cells the session's noise table says its rounds cannot show within the pass limit
-    on time, with why (ab/data.py); none without a table or a gate on time."""
-    limit = session.gate.time_pass_limit
+    on time (and on memory, when the gate has a memory limit), with why (ab/data.py); none
+    without a table or a gate on time."""
+    gate, limit = session.gate, session.gate.time_pass_limit
     if session.noise is None or limit is None:
         return {}
     labels = [row.label for row in rows]
-    return triage(session.noise, labels, limit, session.gate.alpha, session.max_rounds)
+    return triage(session.noise, labels, limit, gate.alpha, session.max_rounds,
+                  memory_limit_pct=gate.fail_memory_above)  # fmt: skip
 
 
 def aa_spreads(session: Session) -> dict[str, float]:
