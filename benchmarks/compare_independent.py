@@ -33,9 +33,11 @@ keras-torch:eager (``--backends jax``: the JAX pair only). The full measurement 
 
 Writes ``independent-raw.json`` (every job, rewritten as each ends) and
 ``independent-report.md`` to the output folder, and prints the report (rendered by
-benchmarks/independent_report.py). ``--quick`` (gemm 64, selu 32 and a tiny BERT with 16
-tokens, on numpy:eager and jax:jit unless told, short budgets) checks the script; its numbers
-mean nothing. This script imports nothing from stackwars: it runs it as a user does.
+benchmarks/independent_report.py); ``python benchmarks/compare_independent.py --render RAW``
+prints the report of a stored raw file (docs/evidence.md renders its tables so). ``--quick``
+(gemm 64, selu 32 and a tiny BERT with 16 tokens, on numpy:eager and jax:jit unless told,
+short budgets) checks the script; its numbers mean nothing. This script imports nothing from
+stackwars: it runs it as a user does.
 """
 
 from __future__ import annotations
@@ -56,8 +58,10 @@ from independent_report import format_time, render
 
 SCRIPTS = Path(__file__).resolve().with_name("independent")
 # independent-raw.json's layout. History: 1 (unversioned): jobs had ``workload`` and ``n``;
-# 2: a top-level ``version``; jobs have ``workload`` and ``params`` (stackwars' --param values).
-RAW_VERSION = 2
+# 2: a top-level ``version``; jobs have ``workload`` and ``params`` (stackwars' --param values);
+# 3 (2026-11-29): stackwars' jobs have ``machine`` (its CPU model and fingerprint) and
+# ``started`` (UTC), from its run's record, so that a rendered report names both.
+RAW_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -245,11 +249,18 @@ def stackwars(job: Job, quick: bool, scratch: Path, db: Path) -> dict[str, Any]:
     code, stdout, stderr = run([*command, *(["--budget", QUICK_BUDGET] if quick else [])], scratch)
     if not out.exists():
         return {"status": "error", "detail": f"exit {code}: {(stdout + stderr)[-TAIL:]}"}
-    measured = json.loads(out.read_text(encoding="utf-8"))["cells"][0]
+    data = json.loads(out.read_text(encoding="utf-8"))
+    measured, run_record = data["cells"][0], data["run"]
+    where = {
+        "machine": f"{run_record['machine']['cpu_model']} "
+        f"(fingerprint {run_record['identity']['fingerprint']})",
+        "started": run_record["started"],
+    }
     latency, steady = measured["times"].get("latency_s"), measured["steady"]["median_s"]
     if measured["status"] != "ok" or not steady:
-        return {"status": measured["status"], "detail": measured["reason"][-TAIL:]}
+        return {"status": measured["status"], "detail": measured["reason"][-TAIL:], **where}
     return {
+        **where,
         "status": "ok",
         "median_s": latency or steady,
         "measure": "call+sync latency" if latency else "steady median",
@@ -323,5 +334,25 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def render_raw(path: Path) -> str:
+    """The report of a stored ``independent-raw.json`` (of format 3), after the machine and
+    the dates its stackwars jobs record and the command that measured it."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("version") != RAW_VERSION:
+        raise SystemExit(f"{path} is not of format {RAW_VERSION}: measure it again")
+    settings, records = data["settings"], data["jobs"]
+    ours = [r for r in records if r["side"] == "stackwars" and "started" in r]
+    machines = sorted({r["machine"] for r in ours})
+    when = f"{min(r['started'] for r in ours)[:16]} to {max(r['started'] for r in ours)[:16]} UTC"
+    command = " ".join(["python benchmarks/compare_independent.py", *settings["argv"]])
+    planned = [(cell, stack) for cell, stack in settings["planned"]]
+    labels = {name: cell.label for name, cell in KNOWN_CELLS.items()}
+    head = f"Machine {', '.join(machines)}; stackwars' jobs {when}; `{command}`.\n\n"
+    return head + render(records, planned, labels, KERAS_PAIRS)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    if sys.argv[1:2] == ["--render"]:
+        sys.stdout.write(render_raw(Path(sys.argv[2])))
+    else:
+        sys.exit(main(sys.argv[1:]))

@@ -22,8 +22,13 @@ Targets (from the issue), judged per cell in the summary:
   than the fastest peer's among those at least as repeatable.
 
 Writes ``peers-raw.json`` (every job, rewritten as each ends) and ``peers-report.md`` to the
-output folder, and prints the report. ``--quick`` uses tiny cells and short budgets to check
-the script end to end; its numbers mean nothing.
+output folder, and prints the report; ``python benchmarks/compare_peers.py --render RAW``
+prints the report of a stored raw file (docs/evidence.md renders it so). ``--quick`` uses tiny
+cells and short budgets to check the script end to end; its numbers mean nothing.
+
+peers-raw.json's format (``RAW_FORMAT``): ``{"format", "settings", "jobs", "summary"}``.
+History: 1 (2026-11-22, unversioned) settings held argv, budgets and cells; 2 (2026-11-29)
+``format``, and settings hold ``machine`` (CPU model, fingerprint) and ``started`` (UTC).
 """
 
 from __future__ import annotations
@@ -52,13 +57,16 @@ from peers.harness import QUICK_BUDGETS, PeerBudgets
 from peers.jobs import Budgets, run_job
 from peers.report import format_time, render
 
+from stackwars.results import metadata
 from stackwars.results.jsonio import write_atomically
+from stackwars.results.run import now
 from stackwars.suites import get_suite
 from stackwars.timing.timer import TimingConfig
 
 # The quick suite's short budgets, as `stackwars run` applies them.
 QUICK_TIMING = dataclasses.replace(TimingConfig(), **get_suite("quick").timing)
 TIMEOUT_S = 900.0
+RAW_FORMAT = 2  # of peers-raw.json (the module docstring has its history)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -86,7 +94,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def write_raw(
     path: Path, settings: dict[str, Any], records: list[dict[str, Any]], summary: Any = None
 ) -> None:
-    data = {"settings": settings, "jobs": records, "summary": summary}
+    data = {"format": RAW_FORMAT, "settings": settings, "jobs": records, "summary": summary}
     text = json.dumps(data, indent=1, default=str)
     write_atomically(path, text)
 
@@ -123,7 +131,10 @@ def main(argv: list[str]) -> int:
     out_dir: Path = args.out_dir or Path(tempfile.mkdtemp(prefix="stackwars-peers-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     cell_list = [dataclasses.asdict(cell) for cell in cells]
-    settings = {"argv": argv, **dataclasses.asdict(budgets), "cells": cell_list}
+    machine = metadata.machine_info()
+    where = {"cpu_model": machine.get("cpu_model"), "fingerprint": metadata.fingerprint(machine)}
+    settings = {"argv": argv, **dataclasses.asdict(budgets), "cells": cell_list,
+                "machine": where, "started": now()}  # fmt: skip
     jobs = plan(cells, stacks, args.repeats)
     print(f"{len(jobs)} jobs, one at a time; raw records in {out_dir / 'peers-raw.json'}")
     started = time.monotonic()
@@ -136,5 +147,24 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def render_raw(path: Path) -> str:
+    """The report of a stored ``peers-raw.json`` (of format 2), after the machine, the date
+    and the command that measured it."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("format") != RAW_FORMAT:
+        raise SystemExit(f"{path} is not of format {RAW_FORMAT}: measure it again")
+    settings, records = data["settings"], data["jobs"]
+    cells = tuple(PeerCell(**cell) for cell in settings["cells"])
+    stacks = tuple(dict.fromkeys(record["stack"] for record in records))
+    machine = settings["machine"]
+    command = " ".join(["python benchmarks/compare_peers.py", *settings["argv"]])
+    head = (f"Machine {machine['cpu_model']} (fingerprint {machine['fingerprint']}), started "
+            f"{settings['started'][:16]} UTC; `{command}`.\n\n")  # fmt: skip
+    return head + render(records, cells, stacks)[0]
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    if sys.argv[1:2] == ["--render"]:
+        sys.stdout.write(render_raw(Path(sys.argv[2])))
+    else:
+        sys.exit(main(sys.argv[1:]))

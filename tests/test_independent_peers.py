@@ -1,7 +1,9 @@
 """The independent user scripts (benchmarks/independent/) and their driver
 (benchmarks/compare_independent.py, with benchmarks/independent_report.py): they owe stackwars
 nothing, they time and compute what they say, and the driver plans only what the scripts
-write, runs end to end and reports Keras's cost over each backend as both sides see it."""
+write, runs end to end and reports Keras's cost over each backend as both sides see it. The
+peer harnesses' driver (benchmarks/compare_peers.py) runs end to end too; both drivers render
+their report again from their stored raw file, as docs/evidence.md does."""
 
 from __future__ import annotations
 
@@ -159,7 +161,9 @@ def test_driver_quick_runs_end_to_end(tmp_path: Path) -> None:
     assert "n/a (< 1 ms)" in report  # the quick cells are µs: no verdict
     assert "Keras/native" not in report  # no Keras stack ran
     jobs = raw["jobs"]
-    assert raw["version"] == 2
+    assert raw["version"] == 3
+    ours = [job for job in jobs if job["side"] == "stackwars"]
+    assert all("fingerprint" in job["machine"] and job["started"] for job in ours), ours
     # numpy_user.py writes no BERT: the quick tiny BERT cell is left out, not failed.
     assert {(job["side"], job["cell"]) for job in jobs} == {
         (side, cell) for side in ("stackwars", "independent") for cell in ("gemm64", "selu32")
@@ -193,6 +197,31 @@ def test_driver_keras_quick_reports_keras_over_native_from_both_sides(tmp_path: 
     assert float(row[3].removesuffix("×")) > 0 and float(row[4].removesuffix("×")) > 0
     assert row[5].endswith(" % |")
     assert lines[header + 3] == "", "no row for the pair that was not asked for"
+
+
+@pytest.mark.slow
+def test_peers_driver_quick_runs_and_renders_its_report_again_from_its_raw_file(
+    tmp_path: Path,
+) -> None:
+    script = str(BENCHMARKS / "compare_peers.py")
+    options = ["--quick", "--cells", "gemm64", "--stacks", "numpy:eager", "--repeats", "1"]
+    env = {**os.environ, "STACKWARS_DB": str(tmp_path / "stackwars.sqlite")}
+    done = subprocess.run(
+        [sys.executable, script, *options, "--out-dir", str(tmp_path / "out")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    raw = tmp_path / "out" / "peers-raw.json"
+    again = subprocess.run(
+        [sys.executable, script, "--render", str(raw)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=True,
+    )  # fmt: skip
+    head, _, report = again.stdout.partition("\n\n")
+    assert head.startswith("Machine ") and "(fingerprint " in head
+    assert f"`python benchmarks/compare_peers.py {' '.join(options)} --out-dir " in head
+    written = (tmp_path / "out" / "peers-report.md").read_text(encoding="utf-8")
+    assert written.startswith(report)  # the file adds the run's total wall time
+    assert "gemm(n=64, dtype=float32) on numpy:eager" in report
 
 
 @pytest.fixture(scope="module")
@@ -249,6 +278,33 @@ def test_driver_refuses_a_keras_stack_without_a_bert_cell(driver: Any) -> None:
         driver.parse_args(["--backends", "jax"])
     with pytest.raises(SystemExit, match="unknown backend tensorflow; known: jax, torch"):
         driver.selection(driver.parse_args(["--keras", "--backends", "tensorflow"]))
+
+
+def test_a_stored_raw_file_renders_its_report_after_its_machine_and_dates(
+    driver: Any, tmp_path: Path
+) -> None:
+    common = {"cell": "gemm1024", "stack": "numpy:eager", "status": "ok", "load_1min": 0.1,
+              "warnings": []}  # fmt: skip
+    ours = {**common, "side": "stackwars", "measure": "steady median",
+            "machine": "AMD EPYC (fingerprint 494b45b52493)"}  # fmt: skip
+    jobs = [
+        {**ours, "median_s": 6.9e-3, "started": "2026-11-29T17:40:00+00:00"},
+        {**ours, "median_s": 7.1e-3, "started": "2026-11-29T17:43:00+00:00"},
+        {**common, "side": "independent", "median_s": 6.8e-3},
+        {**common, "side": "independent", "median_s": 7.0e-3},
+    ]
+    settings = {"argv": ["--cells", "gemm1024"], "planned": [["gemm1024", "numpy:eager"]]}
+    raw = tmp_path / "independent-raw.json"
+    raw.write_text(json.dumps({"version": 3, "settings": settings, "jobs": jobs}), "utf-8")
+    text = driver.render_raw(raw)
+    assert text.startswith(
+        "Machine AMD EPYC (fingerprint 494b45b52493); stackwars' jobs 2026-11-29T17:40 to "
+        "2026-11-29T17:43 UTC; `python benchmarks/compare_independent.py --cells gemm1024`.\n"
+    )
+    assert "| gemm n=1024 | numpy:eager | 7 ms (steady median) | 6.9 ms | 2.9 % |" in text
+    raw.write_text(json.dumps({"version": 2, "settings": settings, "jobs": jobs}), "utf-8")
+    with pytest.raises(SystemExit, match="not of format 3: measure it again"):
+        driver.render_raw(raw)
 
 
 @pytest.fixture(scope="module")

@@ -33,16 +33,18 @@ def blocks() -> list[tuple[str, str, str]]:
 
 
 def render(command: str) -> str:
-    """What ``python SCRIPT ARGS`` prints, run here from the repository's root."""
+    """What ``python SCRIPT ARGS`` prints, run here from the repository's root (with the
+    script's folder first on the import path, as ``python SCRIPT`` puts it)."""
     script, *args = shlex.split(command)
     out = io.StringIO()
-    argv = sys.argv
+    argv, path = sys.argv, list(sys.path)
     sys.argv = [script, *(str(ROOT / arg) if (ROOT / arg).exists() else arg for arg in args)]
+    sys.path.insert(0, str((ROOT / script).parent))
     try:
         with contextlib.redirect_stdout(out):
             runpy.run_path(str(ROOT / script), run_name="__main__")
     finally:
-        sys.argv = argv
+        sys.argv, sys.path[:] = argv, path
     return out.getvalue()
 
 
