@@ -21,7 +21,11 @@ PUBLISHED_CONVS = 53  # stem + 16 bottlenecks × 3 + 4 shortcuts
 # well below this; a wrong padding, epsilon or missing term is orders of magnitude above.
 FORWARD_TOLERANCE = 1e-5
 LOSS_TOLERANCE = 1e-5
-GRADIENT_TOLERANCE = 1e-4
+# Gradients: the largest error of a tensor against its RMS reached 1.1e-4 (TensorFlow's
+# layer4 convolutions, whose gradient passes a training-mode BatchNorm over 16 values a
+# channel) and 5.5e-5 on torch, AMD EPYC, 2026-11-29: float32 rounding, which the 1e-4 held
+# before then left no margin for.
+GRADIENT_TOLERANCE = 5e-4
 # Training-mode BatchNorm over 4 images × 2×2 maps (last stage of the tiny config).
 BATCH = 4
 
