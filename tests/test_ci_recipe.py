@@ -11,6 +11,7 @@ import runpy
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,59 @@ def test_the_recipe_at_test_size_writes_its_noise_then_judges_every_cell_at_its_
     assert {row["gate_state"] for row in data["rows"]} <= {"pass", "not gated", "undecided"}
     assert "pass" in {row["gate_state"] for row in data["rows"]}
     assert not any("first look is after" in line for line in data["undecided"])
+
+
+def test_a_campaigns_sittings_add_up_in_its_summary() -> None:
+    """``summarise --into`` adds a sitting's sessions to the summary file of the sittings
+    before it (their rounds gone with their machine): in order of start, a session summarised
+    twice once, a summary of another kind refused."""
+    merged = FRESH["merged"]
+
+    def summary(*started: str, kind: str = "recipe") -> dict[str, Any]:
+        sessions = [{"fingerprint": "f", "started": s, "outcome": "pass"} for s in started]
+        return {"format": FRESH["SUMMARY_FORMAT"], "kind": kind, "injected": {},
+                "sessions": sessions}  # fmt: skip
+
+    earlier, sitting = (
+        summary("2026-11-29T09:52Z", "2026-11-29T10:07Z"),
+        summary("2026-11-30T08:00Z", "2026-11-29T10:07Z"),
+    )
+    sitting["sessions"][1]["outcome"] = "fail"
+    both = merged(earlier, sitting)
+    assert [(s["started"], s["outcome"]) for s in both["sessions"]] == [
+        ("2026-11-29T09:52Z", "pass"),
+        ("2026-11-29T10:07Z", "fail"),
+        ("2026-11-30T08:00Z", "pass"),
+    ]
+    with pytest.raises(SystemExit, match="kind 'recipe'"):
+        merged(earlier, summary("2026-11-30T08:00Z", kind="recipe-ab"))
+
+
+def test_a_campaign_runs_the_kind_furthest_behind_until_it_is_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``campaign`` picks, session by session, the recipe kind furthest behind its share of
+    ``CAMPAIGN``, counting what the summaries already hold, and adds each session to its
+    kind's summary as it ends; it stops when both kinds have their sessions."""
+    campaign = FRESH["campaign"]
+    summaries = tmp_path / "summaries"
+    summaries.mkdir()
+    for kind, held in (("recipe", 6), ("recipe-ab", 2)):
+        sessions = [{"started": str(i)} for i in range(held)]
+        (summaries / f"{kind}.json").write_text(json.dumps({"sessions": sessions}), "utf-8")
+    ran: list[str] = []
+
+    def one_session(venvs: Path, kind: str, folder: Path, extra: list[str]) -> dict[str, Any]:
+        ran.append(kind)
+        return {}
+
+    def summarise(out: Path, kind: str, into: Path) -> None:
+        data = json.loads(into.read_text(encoding="utf-8"))
+        data["sessions"].append({"started": f"new {len(ran)}"})
+        into.write_text(json.dumps(data), encoding="utf-8")
+
+    monkeypatch.setitem(campaign.__globals__, "one_session", one_session)
+    monkeypatch.setitem(campaign.__globals__, "summarise", summarise)
+    campaign(tmp_path / "venvs", tmp_path / "out", summaries, time.time() + 3600, [])
+    assert ran[:3] == ["recipe-ab", "recipe-ab", "recipe"]
+    assert (ran.count("recipe"), ran.count("recipe-ab")) == (14, 10)

@@ -8,10 +8,12 @@
         --out DIR
     python benchmarks/power/fresh_sessions.py sessions --venvs DIR --kind separate --count 20 \
         --out DIR
+    python benchmarks/power/fresh_sessions.py campaign --venvs DIR --out DIR \
+        --into docs/data/recipe-2026-11-29 --until 2026-11-30T21:00Z -- --noise NOISE.json
     python benchmarks/power/fresh_sessions.py analyse --out DIR
     python benchmarks/power/fresh_sessions.py redecide --out DIR
     python benchmarks/power/fresh_sessions.py redecide-recipe --out DIR -- NOISE.json
-    python benchmarks/power/fresh_sessions.py summarise --out DIR --kind recipe > FILE.json
+    python benchmarks/power/fresh_sessions.py summarise --out DIR --kind recipe [--into FILE]
     python benchmarks/power/fresh_sessions.py sessions ... -- AB_OPTIONS [-- RUN_OPTIONS]
 
 ``setup`` makes two virtual environments of identical content (this checkout installed in
@@ -37,6 +39,10 @@ sessions already there):
   baseline environment, then in the candidate's, then ``stackwars compare`` with the same gate
   (the run-to-run term its default); the session's time is written into its compare.json.
 
+``campaign`` runs the recipe's A/A and A/B sessions in turn until ``--until``, adding each
+to its kind's summary in the ``--into`` folder as it ends (the campaign spans sittings, each on
+a machine that starts empty: what a sitting measured lives in those summaries).
+
 ``analyse`` tallies the outcomes (pass, fail, underpowered) with the Wilson 95 % interval of
 the suite-level false-alarm rate, and per cell its measured change and noise class (the
 spread of its paired log ratios: below 5 %, 5-15 %, or two-speed when its workers' medians
@@ -51,6 +57,7 @@ import math
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +102,10 @@ INJECTING = [
     "--candidate-env", f"STACKWARS_INJECT={json.dumps(INJECTED)}",
 ]  # fmt: skip
 RECIPES = ("recipe", "recipe-ab")
+# The fresh sessions issue 54 asks of the recipe, A/A and A/B; a session's wall time at most
+# (the recipe's 900 s budget, its workers' start and its last round).
+CAMPAIGN = {"recipe": 20, "recipe-ab": 12}
+SESSION_S = 1000
 SUMMARY_FORMAT = 2  # of ``summarise``'s output (its docstring has the history)
 KINDS = {
     "aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"], "separate": CELLS,
@@ -179,24 +190,55 @@ def separate_session(venvs: Path, folder: Path, extra: list[str]) -> dict[str, A
 
 
 def sessions(venvs: Path, kind: str, count: int, out: Path, extra: list[str]) -> None:
-    from stackwars.results import metadata
-
     for index in range(count):
         folder = out / kind / f"{index:03d}"
-        if (folder / "compare.json").is_file():
-            continue
-        folder.mkdir(parents=True, exist_ok=True)
-        machine = {
-            "cpu_model": metadata.machine_info()["cpu_model"],
-            "fingerprint": metadata.run_identity("")["fingerprint"],
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        (folder / "machine.json").write_text(json.dumps(machine), encoding="utf-8")
-        if kind == "separate":
-            data = separate_session(venvs, folder, extra)
-        else:
-            data = session(venvs, kind, folder, extra)
-        print(f"{kind} {index}: {data['outcome']} (exit {data['exit']})", flush=True)
+        if not (folder / "compare.json").is_file():
+            one_session(venvs, kind, folder, extra)
+
+
+def one_session(venvs: Path, kind: str, folder: Path, extra: list[str]) -> dict[str, Any]:
+    """A session of ``kind`` in ``folder``, with the machine it ran on and when it began."""
+    from stackwars.results import metadata
+
+    folder.mkdir(parents=True, exist_ok=True)
+    machine = {
+        "cpu_model": metadata.machine_info()["cpu_model"],
+        "fingerprint": metadata.run_identity("")["fingerprint"],
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (folder / "machine.json").write_text(json.dumps(machine), encoding="utf-8")
+    if kind == "separate":
+        data = separate_session(venvs, folder, extra)
+    else:
+        data = session(venvs, kind, folder, extra)
+    print(f"{kind} {folder.name}: {data['outcome']} (exit {data['exit']})", flush=True)
+    return data
+
+
+def campaign(venvs: Path, out: Path, into: Path, until: float, extra: list[str]) -> None:
+    """Fresh sessions of docs/ci.md's recipe, A/A and A/B (``RECIPES``), until the epoch
+    second ``until``: each time the kind furthest behind its share of ``CAMPAIGN`` (counting
+    the sessions the summaries in folder ``into`` already hold), while a session (``SESSION_S``)
+    still ends before ``until``; each session, once done, added to its kind's summary there
+    (``summarise --into``), so that a sitting stopped at any point loses at most the session
+    it was in. ``extra``: the ab options after ``--`` (``--noise FILE``, the machine's)."""
+    while time.time() + SESSION_S < until:
+        done = {kind: _held(into / f"{kind}.json") for kind in RECIPES}
+        kind = min(RECIPES, key=lambda k: done[k] / CAMPAIGN[k])
+        if all(done[k] >= CAMPAIGN[k] for k in RECIPES):
+            print(f"the campaign is complete: {done}")
+            return
+        folder = out / kind / f"{len(list((out / kind).glob('*/compare.json'))):03d}"
+        one_session(venvs, kind, folder, extra)
+        summarise(out, kind, into / f"{kind}.json")
+    print(f"stopped: a session ({SESSION_S} s) would end after --until")
+
+
+def _held(summary: Path) -> int:
+    """How many sessions the summary file holds (0 when there is none yet)."""
+    if not summary.is_file():
+        return 0
+    return len(json.loads(summary.read_text(encoding="utf-8"))["sessions"])
 
 
 def wilson(hits: int, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -365,47 +407,90 @@ def redecide_recipe(out: Path, noise: Path) -> None:
         print(f"{folder.parent.name}: {answer['outcome']} {answer['cells']}")
 
 
-def summarise(out: Path, kind: str) -> None:
+def summarise(out: Path, kind: str, into: Path | None = None) -> None:
     """Prints, as JSON, what docs/ci.md renders of a kind's sessions (render_recipe.py): each
     session's start, machine, outcome, exit status, rounds, seconds, how many cells it passed,
     failed, left undecided and left out (not gated in this job) and each cell's state; and the
-    changes its candidate carried (``INJECTED``, for ``recipe-ab``). Format history
+    changes its candidate carried (``INJECTED``, for ``recipe-ab``). With ``into``, the
+    sessions found are added to that summary file's (a campaign's earlier sittings, whose
+    rounds are gone with their machine) and the whole is written there instead: a session
+    already in it (the same machine fingerprint and start) is replaced. Format history
     (``SUMMARY_FORMAT``): 1 (2026-11-29) first; 2 (2026-11-29) each cell's state and measured
     ratio, the changes injected."""
-    found = []
-    for folder in sorted((out / kind).glob("*/compare.json")):
-        data = json.loads(folder.read_text(encoding="utf-8"))
-        machine = json.loads((folder.parent / "machine.json").read_text(encoding="utf-8"))
-        states = [row["gate_state"] for row in data["rows"]]
-        session = {
-            **machine,
-            "outcome": data["outcome"], "exit": data["exit_status"],
-            "rounds": data["session"]["rounds"], "elapsed_s": data["session"]["elapsed_s"],
-            "cells": {state: states.count(state) for state in sorted(set(states))},
-            "states": {row["cell"]: row["gate_state"] for row in data["rows"]},
-            "ratios": {row["cell"]: (row["comparison"] or {}).get("ratio") for row in data["rows"]},
-        }  # fmt: skip
-        again = folder.parent / "redecided.json"
-        if again.is_file():  # decided again from its rounds (redecide_recipe)
-            session["as_run"] = {key: session[key] for key in ("outcome", "exit", "cells")}
-            session |= json.loads(again.read_text(encoding="utf-8"))
-        found.append(session)
+    found = [_summary_of(folder) for folder in sorted((out / kind).glob("*/compare.json"))]
     changes = INJECTED if kind == "recipe-ab" else {}
     summary = {"format": SUMMARY_FORMAT, "kind": kind, "injected": changes, "sessions": found}
-    print(json.dumps(summary, indent=1))
+    if into is None:
+        print(json.dumps(summary, indent=1))
+        return
+    if into.is_file():
+        summary = merged(json.loads(into.read_text(encoding="utf-8")), summary)
+    into.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(f"{into}: {len(summary['sessions'])} sessions ({len(found)} from {out / kind})")
+
+
+def merged(earlier: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``new``'s sessions added to ``earlier``'s, in order of their start; refused when the
+    two summaries are of another kind, format or set of injected changes (their sessions
+    would not be one campaign)."""
+    for key in ("format", "kind", "injected"):
+        if earlier.get(key) != new[key]:
+            raise SystemExit(
+                f"the summary to add to has {key} {earlier.get(key)!r}, these sessions "
+                f"{new[key]!r}: one campaign is one kind, format and set of changes; summarise "
+                "into another file"
+            )
+    sessions = {(s["fingerprint"], s["started"]): s for s in earlier["sessions"]}
+    sessions |= {(s["fingerprint"], s["started"]): s for s in new["sessions"]}
+    return {**new, "sessions": [sessions[key] for key in sorted(sessions, key=lambda k: k[1])]}
+
+
+def _summary_of(folder: Path) -> dict[str, Any]:
+    """One session's summary (``summarise``) from its compare.json."""
+    data = json.loads(folder.read_text(encoding="utf-8"))
+    machine = json.loads((folder.parent / "machine.json").read_text(encoding="utf-8"))
+    states = [row["gate_state"] for row in data["rows"]]
+    session = {
+        **machine,
+        "outcome": data["outcome"], "exit": data["exit_status"],
+        "rounds": data["session"]["rounds"], "elapsed_s": data["session"]["elapsed_s"],
+        "cells": {state: states.count(state) for state in sorted(set(states))},
+        "states": {row["cell"]: row["gate_state"] for row in data["rows"]},
+        "ratios": {row["cell"]: (row["comparison"] or {}).get("ratio") for row in data["rows"]},
+    }  # fmt: skip
+    again = folder.parent / "redecided.json"
+    if again.is_file():  # decided again from its rounds (redecide_recipe)
+        session["as_run"] = {key: session[key] for key in ("outcome", "exit", "cells")}
+        session |= json.loads(again.read_text(encoding="utf-8"))
+    return session
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "action",
-        choices=("setup", "sessions", "analyse", "redecide", "redecide-recipe", "summarise"),
+        choices=(
+            "setup",
+            "sessions",
+            "campaign",
+            "analyse",
+            "redecide",
+            "redecide-recipe",
+            "summarise",
+        ),
     )
     parser.add_argument("--venvs", type=Path, default=Path("power-venvs"))
     parser.add_argument("--extras", default="all", help="what setup installs (all)")
     parser.add_argument("--kind", choices=tuple(KINDS), default="aa")
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("power-sessions"))
+    parser.add_argument(
+        "--into",
+        type=Path,
+        help="summarise: the summary file to add to; "
+        "campaign: the folder of the recipe's summaries",
+    )
+    parser.add_argument("--until", help="campaign: when to stop, e.g. 2026-11-30T21:00Z")
     # After a first --: more ab options; after a second, run options in place of the kind's
     # cells (a tiny trial: -- --max-rounds 3 -- --workload gemm --param n=32).
     argv = sys.argv[1:]
@@ -417,12 +502,15 @@ def main() -> int:
         setup(args.venvs, args.extras)
     elif args.action == "sessions":
         sessions(args.venvs, args.kind, args.count, args.out, extra)
+    elif args.action == "campaign":
+        stop = datetime.strptime(args.until, "%Y-%m-%dT%H:%MZ").replace(tzinfo=UTC)
+        campaign(args.venvs, args.out, args.into.resolve(), stop.timestamp(), extra)
     elif args.action == "redecide":
         redecide(args.out)
     elif args.action == "redecide-recipe":
         redecide_recipe(args.out, Path(extra[0]))
     elif args.action == "summarise":
-        summarise(args.out, args.kind)
+        summarise(args.out, args.kind, args.into)
     else:
         analyse(args.out)
     return 0

@@ -1,6 +1,6 @@
 """docs/ci.md's recipe on fresh sessions, rendered from the sessions' summary.
 
-    python benchmarks/power/fresh_sessions.py summarise --out DIR --kind recipe > FILE.json
+    python benchmarks/power/fresh_sessions.py summarise --out DIR --kind recipe --into FILE.json
     python benchmarks/power/render_recipe.py FILE.json
     python benchmarks/power/render_recipe.py --spreads ROUNDS SPREADS.json   # once
     python benchmarks/power/render_recipe.py --spreads SPREADS.json
