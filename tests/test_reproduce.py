@@ -496,10 +496,12 @@ def test_a_reusing_part_lists_what_an_earlier_part_measured_and_measures_the_res
 @pytest.mark.slow
 def test_the_tiny_edition_runs_end_to_end_from_another_folder(tmp_path: Path) -> None:
     """The command a user types, from a folder that is not the repository, with a plausible
-    hostile KERAS_BACKEND set: first under a budget that runs out inside the claims part (cut
-    after a cell, the rest listed not run, the findings written all the same), then resumed
-    with a larger one: every part done, each a run in the store, the findings rendered again
-    identically from the file."""
+    hostile KERAS_BACKEND set: first under a budget far below the edition's time, which runs
+    out in a part or between two (which one rests on the machine's speed: on 2026-11-29 the
+    claims part ended within it; the fake-clock tests above pin each case): the parts before
+    done, the one it ran out in interrupted, the rest listed not run, the findings written all
+    the same; then resumed with a larger one: every part done, each a run in the store, the
+    findings rendered again identically from the file."""
     environment = {**os.environ, "KERAS_BACKEND": "torch"}
     command = [sys.executable, "-m", "stackwars", "reproduce", "--scale", "tiny", "--quiet"]
     command += ["--db", str(tmp_path / "db.sqlite"), "--out", str(tmp_path / "edition")]
@@ -514,9 +516,13 @@ def test_the_tiny_edition_runs_end_to_end_from_another_folder(tmp_path: Path) ->
     reproduce("--time-budget", "20")
     cut = read_edition(tmp_path / "edition" / "edition.json")
     statuses = [part.status for part in cut.parts]
-    assert statuses[1] == INTERRUPTED and set(statuses[2:]) == {NOT_RUN}, statuses
+    ran = statuses.count(DONE) + statuses.count(INTERRUPTED)
+    assert statuses.count(INTERRUPTED) <= 1 and NOT_RUN in statuses, statuses
+    assert statuses == sorted(statuses, key=[DONE, INTERRUPTED, NOT_RUN].index), statuses
+    assert 0 < ran < len(statuses), statuses
     findings = (tmp_path / "edition" / "findings.md").read_text(encoding="utf-8")
-    assert "was spent during this part" in findings and "was spent before" in findings
+    assert "was spent before" in findings
+    assert ("was spent during this part" in findings) == (INTERRUPTED in statuses)
     reproduce("--resume", "--time-budget", "900")
     edition = read_edition(tmp_path / "edition" / "edition.json")
     assert edition.id == cut.id
