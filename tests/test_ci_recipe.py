@@ -169,3 +169,26 @@ def test_a_campaign_runs_the_kind_furthest_behind_until_it_is_complete(
     campaign(tmp_path / "venvs", tmp_path / "out", summaries, time.time() + 3600, [])
     assert ran[:3] == ["recipe-ab", "recipe-ab", "recipe"]
     assert (ran.count("recipe"), ran.count("recipe-ab")) == (14, 10)
+
+
+@pytest.mark.parametrize(
+    ("until", "says"),
+    [
+        ("tomorrow", "'tomorrow' is not a UTC minute: write it as 2026-11-30T21:00Z"),
+        (None, "campaign needs --until YYYY-MM-DDTHH:MMZ and --into FOLDER"),
+    ],
+)
+def test_a_campaign_without_a_clear_deadline_says_how_to_write_one(
+    until: str | None,
+    says: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A deadline the campaign cannot read is a one-line usage error naming the form it wants,
+    before any session starts (not a traceback from the date parser)."""
+    argv = ["fresh_sessions.py", "campaign", "--into", "summaries"]
+    monkeypatch.setattr(sys, "argv", [*argv, *(["--until", until] if until else [])])
+    with pytest.raises(SystemExit) as exit_:
+        FRESH["main"]()
+    assert exit_.value.code == 2
+    assert says in capsys.readouterr().err

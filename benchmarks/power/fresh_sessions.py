@@ -215,6 +215,17 @@ def one_session(venvs: Path, kind: str, folder: Path, extra: list[str]) -> dict[
     return data
 
 
+def utc_minute(text: str) -> float:
+    """``--until``'s epoch second from a UTC minute; a one-line usage error otherwise."""
+    try:
+        moment = datetime.strptime(text, "%Y-%m-%dT%H:%MZ")
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a UTC minute: write it as 2026-11-30T21:00Z"
+        ) from None
+    return moment.replace(tzinfo=UTC).timestamp()
+
+
 def campaign(venvs: Path, out: Path, into: Path, until: float, extra: list[str]) -> None:
     """Fresh sessions of docs/ci.md's recipe, A/A and A/B (``RECIPES``), until the epoch
     second ``until``: each time the kind furthest behind its share of ``CAMPAIGN`` (counting
@@ -490,7 +501,11 @@ def main() -> int:
         help="summarise: the summary file to add to; "
         "campaign: the folder of the recipe's summaries",
     )
-    parser.add_argument("--until", help="campaign: when to stop, e.g. 2026-11-30T21:00Z")
+    parser.add_argument(
+        "--until",
+        type=utc_minute,
+        help="campaign: when to stop, in UTC to the minute, e.g. 2026-11-30T21:00Z",
+    )
     # After a first --: more ab options; after a second, run options in place of the kind's
     # cells (a tiny trial: -- --max-rounds 3 -- --workload gemm --param n=32).
     argv = sys.argv[1:]
@@ -503,8 +518,9 @@ def main() -> int:
     elif args.action == "sessions":
         sessions(args.venvs, args.kind, args.count, args.out, extra)
     elif args.action == "campaign":
-        stop = datetime.strptime(args.until, "%Y-%m-%dT%H:%MZ").replace(tzinfo=UTC)
-        campaign(args.venvs, args.out, args.into.resolve(), stop.timestamp(), extra)
+        if args.until is None or args.into is None:
+            parser.error("campaign needs --until YYYY-MM-DDTHH:MMZ and --into FOLDER")
+        campaign(args.venvs, args.out, args.into.resolve(), args.until, extra)
     elif args.action == "redecide":
         redecide(args.out)
     elif args.action == "redecide-recipe":
