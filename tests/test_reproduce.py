@@ -112,6 +112,34 @@ def test_earlier_editions_are_listed_newest_first_after_this_one() -> None:
     assert f"| {older.id} | 2026-11-01T00:00:00+00:00 |" in text
 
 
+def test_the_verdicts_changed_since_the_newest_earlier_edition_are_listed() -> None:
+    """A claim whose verdict differs from the newest earlier edition's is listed with both
+    verdicts and values (one the earlier did not judge: "not judged"); the others are not,
+    and each claim's finding still stands once."""
+    current = read_edition(TINY_EDITION)
+    older, oldest = copy.deepcopy(current), copy.deepcopy(current)
+    older.id, older.started = "20261101-000000-aaaaaa", "2026-11-01T00:00:00+00:00"
+    oldest.id, oldest.started = "20261001-000000-bbbbbb", "2026-10-01T00:00:00+00:00"
+    claims = [claim for part in older.parts for claim in part.claims]
+    flipped, dropped = claims[0], claims[1]
+    flipped["verdict"] = "fails" if flipped["verdict"] != "fails" else "holds"
+    next(part for part in older.parts if dropped in part.claims).claims.remove(dropped)
+    same = findings_markdown(current, [oldest])
+    assert f"None of the {len(claims)} claims' verdicts changed." in same
+    text = findings_markdown(current, [oldest, older])
+    assert f"## Verdicts changed since edition `{older.id}`" in text
+    assert f"2 of {len(claims)} claims:" in text
+    now = {c["id"]: c for part in current.parts for c in part.claims}
+    assert f"| {escape(flipped['id'])} | {escape(flipped['verdict'])}, " in text
+    assert (
+        f"| {escape(dropped['id'])} | not judged | {escape(now[dropped['id']]['verdict'])}, "
+        in text
+    )
+    assert f"| {escape(claims[2]['id'])} |" not in text
+    for claim in claims:
+        assert text.count(f"`{claim['id']}`") == 1
+
+
 def test_a_cell_measured_on_another_kind_of_machine_is_named(tmp_path: Path) -> None:
     data = json.loads(TINY_EDITION.read_text(encoding="utf-8"))
     part = next(part for part in data["parts"] if part["cells"])

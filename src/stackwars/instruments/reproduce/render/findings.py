@@ -54,6 +54,8 @@ def findings_markdown(
     blocks += ["", *editions_table(edition, earlier), ""]
     blocks += parts_table(edition.parts)
     claims = [ClaimResult.from_dict(data) for part in edition.parts for data in part.claims]
+    if earlier:
+        blocks += ["", *verdicts_changed(claims, max(earlier, key=lambda e: e.started))]
     whys = evidence_sentences(edition.parts)
     for prefix, title in SEEDS.items():
         mine = [claim for claim in claims if claim.id.startswith(prefix)]
@@ -179,6 +181,30 @@ def editions_table(current: Edition, earlier: Sequence[Edition]) -> list[str]:
         rows.append(table_row((edition.id, edition.started, machine, commit, edition.scale,
                                which)))  # fmt: skip
     return rows
+
+
+def verdicts_changed(claims: Sequence[ClaimResult], before: Edition) -> list[str]:
+    """The claims whose verdict differs from the edition ``before``'s (a claim it did not
+    judge: "not judged"), each with both values: what a reader of the last findings must
+    read again. Values that moved inside one verdict are in the tables below. The id is plain
+    text here: each claim's finding, with its id as code, stands once, in its seed's section."""
+    judged = {
+        data["id"]: ClaimResult.from_dict(data) for part in before.parts for data in part.claims
+    }
+    rows = []
+    for claim in claims:
+        old = judged.get(claim.id)
+        if old is not None and old.verdict == claim.verdict:
+            continue
+        then = f"{old.verdict}, {format_measured(old) or 'nothing measured'}" if old else ""
+        now = f"{claim.verdict}, {format_measured(claim) or 'nothing measured'}"
+        rows.append(table_row((claim.id, then or "not judged", now)))
+    head = f"## Verdicts changed since edition `{escape(before.id)}`"
+    if not rows:
+        return [head, "", f"None of the {len(claims)} claims' verdicts changed."]
+    columns = table_row(("Claim", f"Then ({before.started[:10]})", "Now"))
+    return [head, "", f"{len(rows)} of {len(claims)} claims:", "", columns, "| --- | --- | --- |",
+            *rows]  # fmt: skip
 
 
 def _blas(machine: dict[str, Any]) -> str:
