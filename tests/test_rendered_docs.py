@@ -109,9 +109,10 @@ def test_a_changed_spread_changes_the_cheap_rounds_tables(tmp_path: Path) -> Non
 
 
 def test_a_changed_wall_time_changes_what_the_reuse_saves(tmp_path: Path) -> None:
-    """docs/log.md's reuse table is the committed edition's and its wall times' rendering."""
-    walls = "docs/data/edition/walls.json"
-    command = f"benchmarks/render_reuse.py docs/data/edition/edition.json {walls}"
+    """docs/log.md's reuse table is the 2026-11-28 edition's and its wall times' rendering."""
+    folder = "docs/data/editions/20261128-200157-ca68ac"
+    walls = f"{folder}/walls.json"
+    command = f"benchmarks/render_reuse.py {folder}/edition.json {walls}"
     assert ("log.md", command) in {(document, shown) for document, shown, _ in blocks()}
     data = json.loads((ROOT / walls).read_text(encoding="utf-8"))
     for cell in data["walls"]["unified"]:  # the time the reused cells took in unified
@@ -121,16 +122,37 @@ def test_a_changed_wall_time_changes_what_the_reuse_saves(tmp_path: Path) -> Non
     assert render(command.replace(walls, str(changed))) != render(command)
 
 
+def test_an_edition_that_listed_cells_counts_them_at_the_wall_time_of_the_part_that_ran_them(
+    tmp_path: Path,
+) -> None:
+    """The committed edition's Keras part listed cells earlier parts measured: docs/log.md's
+    table counts each at its wall time in the part that ran it, and says what measuring them
+    again would have added; a changed wall time there changes it."""
+    walls = "docs/data/edition/walls.json"
+    command = f"benchmarks/render_reuse.py docs/data/edition/edition.json {walls}"
+    assert ("log.md", command) in {(document, shown) for document, shown, _ in blocks()}
+    assert "measuring those cells again would have added about" in render(command)
+    data = json.loads((ROOT / walls).read_text(encoding="utf-8"))
+    for cell in data["walls"]["models"]:
+        data["walls"]["models"][cell] += 100
+    changed = tmp_path / "walls.json"
+    changed.write_text(json.dumps(data), encoding="utf-8")
+    assert render(command.replace(walls, str(changed))) != render(command)
+
+
 EDITION = "docs/data/edition/edition.json"
+EARLIER = "docs/data/editions/20261128-200157-ca68ac/edition.json"
 FINDINGS = f"benchmarks/render_findings.py {EDITION}"
 
 
 def test_the_findings_are_the_committed_editions_with_every_claim_once() -> None:
     """docs/findings.md is the committed edition rendered (checked with every block above),
-    and names each built-in claim once, each judged once per reading."""
+    listing the edition before it, and names each built-in claim once, each judged once per
+    reading."""
     from stackwars.instruments.claims.service import load_claims
 
-    assert ("findings.md", FINDINGS) in {(document, shown) for document, shown, _ in blocks()}
+    page = f"{FINDINGS} --earlier {EARLIER}"
+    assert ("findings.md", page) in {(document, shown) for document, shown, _ in blocks()}
     text = (ROOT / "docs" / "findings.md").read_text(encoding="utf-8")
     for claim in load_claims([], builtin=True):
         assert text.count(f"`{claim.id}`") == 1, claim.id
