@@ -130,7 +130,7 @@ def format_time(seconds: float | None) -> str:
 
 def cell_table(title: str, stats: list[HarnessStats]) -> list[str]:
     lines = [
-        f"### {title}",
+        f"#### {title}",
         "",
         "| harness | median | spread over repeats | wall (median) | own precision |",
         "| --- | ---: | ---: | ---: | --- |",
@@ -174,7 +174,7 @@ def render(
     records: list[dict[str, Any]], cells: tuple[PeerCell, ...], stacks: tuple[str, ...]
 ) -> tuple[str, list[dict[str, Any]]]:
     """The markdown report, and the summary rows for the JSON file."""
-    lines: list[str] = [*background_note(records), "## Per cell", ""]
+    lines: list[str] = [*background_note(records), "### Per cell", ""]
     rows: list[tuple[str, Verdict]] = []
     for cell in cells:
         for stack in stacks:
@@ -189,6 +189,6 @@ def render(
             title = f"{cell.label()} on {stack}"
             lines += cell_table(title, stats)
             rows.append((title, verdict(cell, stats)))
-    lines += ["## Summary", "", *summary_table(rows)]
+    lines += ["### Summary", "", *summary_table(rows)]
     summary = [{"cell": title, **vars(item)} for title, item in rows]
     return "\n".join(lines) + "\n", summary
