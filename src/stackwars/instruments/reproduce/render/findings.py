@@ -196,15 +196,18 @@ def verdicts_changed(claims: Sequence[ClaimResult], before: Edition) -> list[str
         old = judged.get(claim.id)
         if old is not None and old.verdict == claim.verdict:
             continue
-        then = f"{old.verdict}, {format_measured(old) or 'nothing measured'}" if old else ""
-        now = f"{claim.verdict}, {format_measured(claim) or 'nothing measured'}"
-        rows.append(table_row((claim.id, then or "not judged", now)))
+        then = _verdict_and_value(old) if old is not None else "not judged"
+        rows.append(table_row((claim.id, then, _verdict_and_value(claim))))
     head = f"## Verdicts changed since edition `{escape(before.id)}`"
     if not rows:
         return [head, "", f"None of the {len(claims)} claims' verdicts changed."]
     columns = table_row(("Claim", f"Then ({before.started[:10]})", "Now"))
     return [head, "", f"{len(rows)} of {len(claims)} claims:", "", columns, "| --- | --- | --- |",
             *rows]  # fmt: skip
+
+
+def _verdict_and_value(claim: ClaimResult) -> str:
+    return f"{claim.verdict}, {format_measured(claim) or 'nothing measured'}"
 
 
 def _blas(machine: dict[str, Any]) -> str:
