@@ -652,10 +652,14 @@ def _judge_passes(
 def _not_gated(
     rows: list[ComparisonRow], states: list[str], why: Mapping[str, str]
 ) -> tuple[str, ...]:
-    """Mark the undecided rows named in ``why`` not gated (in ``states``); their lines."""
+    """Mark the rows named in ``why`` that did not fail not gated (in ``states``); their lines.
+    A row its rounds showed within the limit is marked too: the triage, made before the session
+    from rounds the candidate did not touch, is what the session promises to gate, and a cell
+    it leaves out is one whose spread hides what the slow-round rule looks for (a share of slow
+    processes in a cell of two speeds), so a pass there would promise what was not checked."""
     lines = []
     for index, row in enumerate(rows):
-        if states[index] == UNDECIDED_ROW and row.label in why:
+        if states[index] in (UNDECIDED_ROW, PASSED) and row.label in why:
             states[index] = NOT_GATED
             lines.append(f"not gated in this job: {row.label}: {why[row.label]}")
     return tuple(lines)
