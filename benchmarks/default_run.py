@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stackwars.results.metadata import commit_label
+
 FORMAT = 1
 # Where a cell's worker time goes, as the README explains it: the groups whose workers pay an
 # import or a cold compile each, in the order the sentence names them.
@@ -157,14 +159,10 @@ def cells_on_stacks(record: dict[str, Any]) -> str:
 def provenance(record: dict[str, Any]) -> str:
     """Command, machine, date and commit of one digest."""
     machine = record["machine"]
-    git = record["git"]
-    commit = str(git.get("commit", ""))[:7] or "unknown"
-    if git.get("dirty"):
-        commit += " with uncommitted changes"
     return (
         f"`{record['command']}` on {machine['cpu_model']} ({machine['cores']} cores, "
         f"fingerprint `{machine['fingerprint']}`), {record['started'][:10]} at "
-        f"{record['started'][11:16]} UTC, stackwars {commit}"
+        f"{record['started'][11:16]} UTC, stackwars {commit_label(record['git'])}"
     )
 
 

@@ -26,6 +26,7 @@ from stackwars.report.derived import derived_tables
 from stackwars.report.sampling import second_look_line
 from stackwars.report.table import build_tables, render_rich
 from stackwars.results.aggregate import merge_repeats
+from stackwars.results.metadata import commit_label
 from stackwars.results.run import Run
 
 GIB = 2**30
@@ -46,10 +47,7 @@ def provenance(run: Run) -> str:
     machine: dict[str, Any] = run.machine
     cores = machine.get("usable_cores") or machine.get("logical_cores")
     memory = machine.get("memory_total_bytes", 0) / GIB
-    git = run.identity.get("git") or {}
-    commit = str(git.get("commit", ""))[:7] or "unknown"
-    if git.get("dirty"):
-        commit += " with uncommitted changes"
+    commit = commit_label(run.identity.get("git"))
     return (
         f"`{command(run.argv)}` on {machine.get('cpu_model', 'an unknown CPU')} "
         f"({cores} cores, {memory:.1f} GiB, {machine.get('os', '').split('-')[0]}), "

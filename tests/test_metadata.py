@@ -171,3 +171,11 @@ def test_stackwars_version_is_the_code_running_also_without_a_distribution(
 ) -> None:
     monkeypatch.setattr(metadata, "_distribution_version", lambda name: None)
     assert framework_versions()["stackwars"] == stackwars.__version__
+
+
+def test_a_stored_git_state_is_named_by_its_short_commit_and_whether_it_was_dirty() -> None:
+    commit = "0123456789abcdef"
+    assert metadata.commit_label({"commit": commit, "dirty": False}) == "0123456"
+    dirty = metadata.commit_label({"commit": commit, "dirty": True})
+    assert dirty == "0123456 with uncommitted changes"
+    assert metadata.commit_label(None) == metadata.commit_label({}) == "unknown"

@@ -92,6 +92,13 @@ def git_state(folder: Path) -> dict[str, Any] | None:
     }
 
 
+def commit_label(git: dict[str, Any] | None) -> str:
+    """A stored git state (``git_state``'s) as documents name it: the short commit, "with
+    uncommitted changes" when the tree was dirty; "unknown" when none was recorded."""
+    commit = str((git or {}).get("commit", ""))[:7] or "unknown"
+    return f"{commit} with uncommitted changes" if (git or {}).get("dirty") else commit
+
+
 def run_identity(label: str = "", folder: Path | None = None) -> dict[str, Any]:
     """Where and from what a run came: hostname, the machine's fingerprint, the git state of
     the working folder, and the user's label."""
