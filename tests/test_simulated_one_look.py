@@ -18,6 +18,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SIMULATION: dict[str, Any] = {}
 
 
+@pytest.fixture(autouse=True)
+def beside_its_neighbours(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The script imports its neighbours as ``python SCRIPT`` finds them."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "power"))
+
+
 def simulation() -> dict[str, Any]:
     """The script's namespace, loaded once."""
     if not SIMULATION:
@@ -51,12 +57,11 @@ def test_a_cell_twice_as_slow_fails_every_session() -> None:
     draw = sim["round_of"]("iid", 12)
     table = sim["noise_table"](draw, 12, rng)
     for _ in range(5):
-        verdict = sim["session"](draw, table, 12, rng, sim["shifted"](0, math.log(2.0), 1.0))
-        assert verdict.states[0] == "fail"
+        drawn = sim["session"](draw, 12, rng, sim["shifted"](0, math.log(2.0), 1.0))
+        assert sim["judge"](table, 12)(drawn).states[0] == "fail"
 
 
-def test_the_rendering_has_a_row_per_design(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "power"))  # render imports a neighbour
+def test_the_rendering_has_a_row_per_design() -> None:
     sim = simulation()
     found = sim["design"]("iid", 12, 12, 6, 1)
     text = sim["render"]({"seed": 1, "limit": 0.10, "designs": [found, found]})

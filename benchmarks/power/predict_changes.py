@@ -55,7 +55,7 @@ def simulate(out: Path, aa: Path, noise_path: Path, rounds: int | None) -> None:
     spreads = {label: cell.spread for label, cell in noise.cells.items()}
 
     def decided(drawn: list[list[float]]) -> GateVerdict:
-        rows = [_row(label, [ratios[i] for ratios in drawn]) for i, label in enumerate(labels)]
+        rows = [one_look_row(label, [r[i] for r in drawn]) for i, label in enumerate(labels)]
         return decide(rows, gate, not_gated=ungated, aa_spreads=spreads)
 
     column = {key: labels.index(_label_of(key, labels)) for key in INJECTED}
@@ -116,7 +116,7 @@ def _label_of(key: str, labels: list[str]) -> str:
     return found[0]
 
 
-def _row(label: str, log_ratios: list[float]) -> ComparisonRow:
+def one_look_row(label: str, log_ratios: list[float]) -> ComparisonRow:
     """A cell of a one-look session whose rounds' paired log ratios are ``log_ratios``."""
     n = len(log_ratios)
     candidate = [math.exp(x) for x in log_ratios]

@@ -44,10 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from stackwars.instruments.ab.data import CellNoise, NoiseTable, triage
-from stackwars.results.comparison import FAIL, PASSED, ComparisonRow, GateVerdict, decide
+from stackwars.results.comparison import FAIL, PASSED, GateVerdict, decide
 from stackwars.results.verdict import gate_settings
-from stackwars.timing.compare import compare_paired
-from stackwars.timing.sequential import Looks
 
 FORMAT = 1
 NOISE_ROUNDS = 60  # the recipe's nightly step: --max-rounds 60
@@ -60,6 +58,7 @@ DESIGNS = [(model, cells, rounds) for model in ("iid", "bursts", "two-speed")
            for cells in (12, 30) for rounds in (12, 52)]  # fmt: skip
 
 Round = Callable[[random.Random], list[float]]  # one round's paired log ratios
+Change = Callable[[random.Random, int], float]  # what a change adds to a cell's ratio a round
 
 
 def two_speed(cell: int, model: str) -> float | None:
@@ -112,25 +111,26 @@ def noise_table(draw: Round, cells: int, rng: random.Random) -> NoiseTable:
     return NoiseTable("simulated", "simulated", "simulated", [], NOISE_ROUNDS, spreads)
 
 
-def session(
-    draw: Round, table: NoiseTable, rounds: int, rng: random.Random, change: Callable[..., float]
-) -> GateVerdict:
-    """One session of ``rounds`` rounds, ``change(rng, cell)`` added to each cell's ratio each
-    round, decided as ab decides at its one look."""
+def judge(table: NoiseTable, rounds: int) -> Callable[[list[list[float]]], GateVerdict]:
+    """The decision of a session of ``rounds`` rounds with noise table ``table``, as ab
+    decides at its one look (the triage and the A/A spreads are the table's, so made once)."""
+    from predict_changes import one_look_row  # beside this script, run as one
+
     labels = labels_of(len(table.cells))
-    drawn = [[x + change(rng, cell) for cell, x in enumerate(draw(rng))] for _ in range(rounds)]
     gate = gate_settings(fail_above=5.0)
-    rows = [row(label, [r[index] for r in drawn]) for index, label in enumerate(labels)]
     ungated = triage(table, labels, gate.time_pass_limit or 0.0, gate.alpha, rounds)
     spreads = {label: cell.spread for label, cell in table.cells.items()}
-    return decide(rows, gate, not_gated=ungated, aa_spreads=spreads)
+
+    def decided(drawn: list[list[float]]) -> GateVerdict:
+        rows = [one_look_row(label, [r[i] for r in drawn]) for i, label in enumerate(labels)]
+        return decide(rows, gate, not_gated=ungated, aa_spreads=spreads)
+
+    return decided
 
 
-def row(label: str, log_ratios: list[float]) -> ComparisonRow:
-    """A cell of a one-look session whose rounds' paired log ratios are ``log_ratios``."""
-    n = len(log_ratios)
-    result = compare_paired([1.0] * n, [math.exp(x) for x in log_ratios], Looks(n, n))
-    return ComparisonRow(label, 1.0, 1.0, result)
+def session(draw: Round, rounds: int, rng: random.Random, change: Change) -> list[list[float]]:
+    """One session's rounds, ``change(rng, cell)`` added to each cell's ratio each round."""
+    return [[x + change(rng, cell) for cell, x in enumerate(draw(rng))] for _ in range(rounds)]
 
 
 def noise_class(cell: int, model: str) -> str:
@@ -143,21 +143,23 @@ def design(model: str, cells: int, rounds: int, sessions: int, seed: int) -> dic
     rng = random.Random(f"{seed}/{model}/{cells}/{rounds}")
     draw = round_of(model, cells)
     table = noise_table(draw, cells, rng)
+    decided = judge(table, rounds)
     labels = labels_of(cells)
     ungated = set(triage(table, labels, LIMIT * 100, 0.05, rounds))
     seen = visible_share(rounds)
-    aa = Counter(session(draw, table, rounds, rng, lambda *_: 0.0).outcome for _ in range(sessions))
+    aa = Counter(decided(session(draw, rounds, rng, unchanged)).outcome for _ in range(sessions))
     limit: dict[str, Counter[str]] = {}
     share: dict[str, Counter[str]] = {}
     for index in range(sessions):
-        changed = index % cells
-        tally = limit.setdefault(noise_class(changed, model), Counter())
-        verdict = session(draw, table, rounds, rng, shifted(changed, math.log1p(LIMIT), 1.0))
-        tally.update(judged(verdict, changed, labels[changed] in ungated))
-        verdict = session(draw, table, rounds, rng, shifted(changed, math.log(SLOW_PROCESS), seen))
-        share.setdefault(noise_class(changed, model), Counter()).update(
-            judged(verdict, changed, labels[changed] in ungated)
-        )
+        changed, name = index % cells, noise_class(index % cells, model)
+        for tallies, change in (
+            (limit, shifted(changed, math.log1p(LIMIT), 1.0)),
+            (share, shifted(changed, math.log(SLOW_PROCESS), seen)),
+        ):
+            verdict = decided(session(draw, rounds, rng, change))
+            tallies.setdefault(name, Counter()).update(
+                judged(verdict, changed, labels[changed] in ungated)
+            )
     return {
         "model": model, "cells": cells, "rounds": rounds, "sessions": sessions,
         "not_gated": sorted(noise_class(labels.index(label), model) for label in ungated),
@@ -170,7 +172,12 @@ def visible_share(rounds: int) -> float:
     return 1 - 0.05 ** (1 / rounds)
 
 
-def shifted(cell: int, log_change: float, share: float) -> Callable[..., float]:
+def unchanged(rng: random.Random, cell: int) -> float:
+    """No change (and no draw: an A/A session's rounds are the model's alone)."""
+    return 0.0
+
+
+def shifted(cell: int, log_change: float, share: float) -> Change:
     """A change of ``log_change`` to ``cell``'s ratio, in each round with probability ``share``."""
 
     def change(rng: random.Random, at: int) -> float:
