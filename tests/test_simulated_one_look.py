@@ -66,3 +66,16 @@ def test_the_rendering_has_a_row_per_design() -> None:
     found = sim["design"]("iid", 12, 12, 6, 1)
     text = sim["render"]({"seed": 1, "limit": 0.10, "designs": [found, found]})
     assert text.count("| iid | 12 | 12 |") == 2
+
+
+def test_nonsense_is_refused_in_one_line_naming_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main = simulation()["main"]
+    for argv, fix in (
+        ([str(tmp_path / "out.json"), "--sessions", "0"], "give at least 1"),
+        ([str(tmp_path / "missing.json"), "--render"], "write it first without --render"),
+    ):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert fix in capsys.readouterr().err

@@ -264,8 +264,15 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--seed", type=int, default=54)
     parser.add_argument("--render", action="store_true", help="Markdown from OUT")
     args = parser.parse_args(argv)
+    if args.sessions < 1:
+        parser.error(f"--sessions {args.sessions}: give at least 1 (400 by default)")
     if args.render:
-        sys.stdout.write(render(json.loads(args.out.read_text(encoding="utf-8"))))
+        if not args.out.is_file():
+            parser.error(f"{args.out}: no such file (write it first without --render)")
+        data = json.loads(args.out.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:
+            parser.error(f"{args.out}: format {data.get('format')!r}, this script reads {FORMAT}")
+        sys.stdout.write(render(data))
         return
     simulate(args.out, args.sessions, args.seed)
 
