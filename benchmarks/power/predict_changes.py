@@ -24,9 +24,10 @@ import math
 import random
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from stackwars.instruments.ab.data import read_noise, triage
+from stackwars.instruments.ab.data import NoiseTable, read_noise, triage
 from stackwars.results.comparison import FAIL, PASSED, ComparisonRow, GateVerdict, decide
 from stackwars.results.verdict import gate_settings
 from stackwars.timing.compare import compare_paired
@@ -50,14 +51,7 @@ def simulate(out: Path, aa: Path, noise_path: Path, rounds: int | None) -> None:
     ]
     rounds = rounds or int(statistics.median(lengths))
     noise = read_noise(noise_path)
-    gate = gate_settings(fail_above=5.0)
-    ungated = triage(noise, labels, gate.time_pass_limit or 0.0, gate.alpha, rounds)
-    spreads = {label: cell.spread for label, cell in noise.cells.items()}
-
-    def decided(drawn: list[list[float]]) -> GateVerdict:
-        rows = [one_look_row(label, [r[i] for r in drawn]) for i, label in enumerate(labels)]
-        return decide(rows, gate, not_gated=ungated, aa_spreads=spreads)
-
+    decided = one_look_decision(noise, labels, rounds)
     column = {key: labels.index(_label_of(key, labels)) for key in INJECTED}
     unchanged = [i for i in range(len(labels)) if i not in column.values()]
     rng = random.Random(SEED)
@@ -114,6 +108,23 @@ def _label_of(key: str, labels: list[str]) -> str:
     if len(found) != 1:
         raise SystemExit(f"{key}: {len(found)} cells of the A/A sessions match it")
     return found[0]
+
+
+def one_look_decision(
+    noise: NoiseTable, labels: list[str], rounds: int
+) -> Callable[[list[list[float]]], GateVerdict]:
+    """How ab decides a session of ``rounds`` rounds of cells ``labels`` at its one look with
+    docs/ci.md's gate and noise table ``noise`` (its triage and A/A spreads, made once): from
+    each round's paired log ratios, one per cell in ``labels``' order."""
+    gate = gate_settings(fail_above=5.0)
+    ungated = triage(noise, labels, gate.time_pass_limit or 0.0, gate.alpha, rounds)
+    spreads = {label: cell.spread for label, cell in noise.cells.items()}
+
+    def decided(drawn: list[list[float]]) -> GateVerdict:
+        rows = [one_look_row(label, [r[i] for r in drawn]) for i, label in enumerate(labels)]
+        return decide(rows, gate, not_gated=ungated, aa_spreads=spreads)
+
+    return decided
 
 
 def one_look_row(label: str, log_ratios: list[float]) -> ComparisonRow:

@@ -44,8 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from stackwars.instruments.ab.data import CellNoise, NoiseTable, triage
-from stackwars.results.comparison import FAIL, PASSED, GateVerdict, decide
-from stackwars.results.verdict import gate_settings
+from stackwars.results.comparison import FAIL, PASSED, GateVerdict
 
 FORMAT = 1
 NOISE_ROUNDS = 60  # the recipe's nightly step: --max-rounds 60
@@ -113,19 +112,10 @@ def noise_table(draw: Round, cells: int, rng: random.Random) -> NoiseTable:
 
 def judge(table: NoiseTable, rounds: int) -> Callable[[list[list[float]]], GateVerdict]:
     """The decision of a session of ``rounds`` rounds with noise table ``table``, as ab
-    decides at its one look (the triage and the A/A spreads are the table's, so made once)."""
-    from predict_changes import one_look_row  # beside this script, run as one
+    decides at its one look."""
+    from predict_changes import one_look_decision  # beside this script, run as one
 
-    labels = labels_of(len(table.cells))
-    gate = gate_settings(fail_above=5.0)
-    ungated = triage(table, labels, gate.time_pass_limit or 0.0, gate.alpha, rounds)
-    spreads = {label: cell.spread for label, cell in table.cells.items()}
-
-    def decided(drawn: list[list[float]]) -> GateVerdict:
-        rows = [one_look_row(label, [r[i] for r in drawn]) for i, label in enumerate(labels)]
-        return decide(rows, gate, not_gated=ungated, aa_spreads=spreads)
-
-    return decided
+    return one_look_decision(table, labels_of(len(table.cells)), rounds)
 
 
 def session(draw: Round, rounds: int, rng: random.Random, change: Change) -> list[list[float]]:
