@@ -532,6 +532,11 @@ def _open_line(row: ComparisonRow, held: str = "") -> str:
 SLOW_ROUND_FACTOR = 2.0
 SLOW_ROUND_DEVIATIONS = 4.0
 SLOW_ROUND_FROM = 5  # rounds: fewer give no spread to stand out from
+# The slow share a pass promises to see (issue 54's hole: 4x in 10-15 % of processes). A cell
+# whose A/A spread puts such a round within SLOW_ROUND_DEVIATIONS of its others (a cell of two
+# speeds: docs/gate.md's table sees 0 of 306 such rounds there, and 91-100 % in every other
+# cell) cannot show the share absent, so it is not passed (``_not_gated``).
+SEEN_SHARE_FACTOR = 4.0
 
 
 def slow_round(result: Comparison, pass_limit: float, aa_spread: float = 0.0) -> str:
@@ -555,6 +560,13 @@ def slow_round(result: Comparison, pass_limit: float, aa_spread: float = 0.0) ->
         f"the others (median {math.exp(centre):.3f}x): a share of the candidate's processes "
         "may be slow"
     )
+
+
+def hides_a_slow_share(aa_spread: float) -> bool:
+    """Whether a cell whose A/A rounds spread by ``aa_spread`` (a round's paired log ratio's
+    deviation) hides a round SEEN_SHARE_FACTOR times slow within its own spread, where
+    ``slow_round`` cannot see it."""
+    return SLOW_ROUND_DEVIATIONS * aa_spread >= math.log(SEEN_SHARE_FACTOR)
 
 
 def _median(values: Iterable[float]) -> float:
@@ -586,7 +598,7 @@ def decide(
     excusable = dict(not_gated or {})
     for index in held:
         excusable.pop(rows[index].label, None)
-    untested = _not_gated(rows, marks.states, excusable)
+    untested = _not_gated(rows, marks.states, excusable, aa_spreads or {})
     undecided = tuple(
         _open_line(row, held.get(index, ""))
         for index, (row, state) in enumerate(zip(rows, marks.states, strict=True))
@@ -650,18 +662,31 @@ def _judge_passes(
 
 
 def _not_gated(
-    rows: list[ComparisonRow], states: list[str], why: Mapping[str, str]
+    rows: list[ComparisonRow],
+    states: list[str],
+    why: Mapping[str, str],
+    aa_spreads: Mapping[str, float],
 ) -> tuple[str, ...]:
-    """Mark the rows named in ``why`` that did not fail not gated (in ``states``); their lines.
-    A row its rounds showed within the limit is marked too: the triage, made before the session
-    from rounds the candidate did not touch, is what the session promises to gate, and a cell
-    it leaves out is one whose spread hides what the slow-round rule looks for (a share of slow
-    processes in a cell of two speeds), so a pass there would promise what was not checked."""
+    """Mark not gated (in ``states``) the rows left undecided that ``why`` names, and the rows
+    passed whose A/A spread hides a slow share (``hides_a_slow_share``); their lines. A passed
+    row the triage left out for its rounds alone stays passed: its pass test holds at its
+    level, and the slow-round rule saw its rounds. One whose spread hides a 4x round is not:
+    simulated sessions passed two-speed cells with a 4x share in 15-18 % of sessions
+    (docs/evidence.md, "The recipe's gate, simulated")."""
     lines = []
     for index, row in enumerate(rows):
-        if states[index] in (UNDECIDED_ROW, PASSED) and row.label in why:
+        spread = aa_spreads.get(row.label, 0.0)
+        hidden = states[index] == PASSED and hides_a_slow_share(spread)
+        reasons = [why[row.label]] if states[index] == UNDECIDED_ROW and row.label in why else []
+        if hidden:
+            reasons.append(
+                f"its A/A rounds spread {spread * 100:.0f}% a round, within which a round "
+                f"{SEEN_SHARE_FACTOR:g}x slow stands less than {SLOW_ROUND_DEVIATIONS:g} "
+                "deviations out: a share of slow processes could not be seen, so it is not passed"
+            )
+        if reasons:
             states[index] = NOT_GATED
-            lines.append(f"not gated in this job: {row.label}: {why[row.label]}")
+            lines.append(f"not gated in this job: {row.label}: {'; '.join(reasons)}")
     return tuple(lines)
 
 
