@@ -94,7 +94,8 @@ def add_ab(subparsers: Subparsers) -> None:
         help="this machine's noise table (written by an A/A session's --write-noise): a cell "
         "it says --max-rounds cannot show within --pass-below is, when left undecided, listed "
         "'not gated in this job' with the rounds it needs and does not make the session "
-        "underpowered; it can still fail",
+        "underpowered; it can still fail; a cell whose spread there hides a 4x slow round "
+        "(a cell of two speeds) is never passed",
     )
     parser.add_argument(
         "--write-noise",
