@@ -128,6 +128,7 @@ def _row(
         statuses = ", ".join(sorted({f"{c.stack} {c.status}" for c in failed}))
         note = f"{NOT_COMPARABLE}: {statuses}"
         return ComparisonRow(label, None, None, None, note, _broken(base, cand))
+    levels = levels or {}
     result = compare(
         [c.steady.samples_s for c in base],
         [c.steady.samples_s for c in cand],
@@ -137,12 +138,13 @@ def _row(
         run_drift_df=run_drift_df,
         alpha=alpha,
         plan=plan,
+        levels_sd=levels.get((base[0].stack, base[0].device, STEADY_TIME), 0.0),
     )
     base_median = _pooled_median(base)
     mixed = mixed_machines(base + cand)
     if mixed:
         result = dataclasses.replace(result, verdict=INCONCLUSIVE, reason=mixed, evidence=None)
-    memory = () if mixed else _memory(base, cand, threshold, levels or {}, plan)
+    memory = () if mixed else _memory(base, cand, threshold, levels, plan)
     counts = () if mixed else count_changes(base, cand)
     return ComparisonRow(
         label, base_median, base_median * result.ratio, result, mixed, "", memory, counts
@@ -163,19 +165,23 @@ MEASURES: tuple[tuple[str, Callable[[Cell], int | None]], ...] = (
 )
 
 
-# A stack, its device and a memory measure -> half the widest spread of log amounts among one
-# cell's workers of that stack on one side (``memory_levels``).
+# A stack, its device and a measure ("steady time" or a memory measure) -> half the widest
+# spread of log values among one cell's workers of that stack on one side (``stack_levels``).
 Levels = Mapping[tuple[str, str, str], float]
+STEADY_TIME = "steady time"
 
 
-def memory_levels(groups: Iterable[list[Cell]]) -> dict[tuple[str, str, str], float]:
-    """For each stack, device and memory measure, half the widest spread of log amounts among
-    the workers of one cell on one side (``groups``: each the workers of one cell on one
-    side): the floor ``compare_amounts`` puts under the spread between that stack's workers,
-    so that amounts landing on levels are seen as levels in every cell of the stack."""
+def stack_levels(groups: Iterable[list[Cell]]) -> dict[tuple[str, str, str], float]:
+    """For each stack, device and measure (a worker's steady median, each memory measure),
+    half the widest spread of log values among the workers of one cell on one side
+    (``groups``: each the workers of one cell on one side): the floor ``compare`` puts under
+    the spread between that stack's workers, so that workers landing on levels (speeds, peaks)
+    are seen as levels in every cell of the stack. One side's workers ran the same code: their
+    spread is the stack's, never a change."""
     widest: dict[tuple[str, str, str], float] = {}
+    measures = ((STEADY_TIME, _steady_median), *MEASURES)
     for cells in groups:
-        for what, read in MEASURES:
+        for what, read in measures:
             values = [float(read(cell) or 0) for cell in cells if _ok(cell)]
             if len(values) < 2 or not all(values):
                 continue
@@ -203,6 +209,10 @@ def _memory(
         median_b = sorted(values_b)[len(values_b) // 2]
         changes.append(MemoryChange(what, median_b, median_b * result.ratio, result))
     return tuple(changes)
+
+
+def _steady_median(cell: Cell) -> float | None:
+    return _pooled_median([cell]) if cell.steady.samples_s else None
 
 
 def _pooled_median(cells: list[Cell]) -> float:
@@ -234,7 +244,7 @@ def compare_runs(
     degrees of freedom) is the run-to-run term of two single separate runs; ``plan=False``
     leaves out the workers that would decide (for callers that judge the cells again)."""
     base, cand = workers_by_cell(baseline), workers_by_cell(candidate)
-    levels = memory_levels([*base.values(), *cand.values()])
+    levels = stack_levels([*base.values(), *cand.values()])
     rows = []
     for key, cells in base.items():
         if key in cand:

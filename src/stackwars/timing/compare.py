@@ -25,7 +25,9 @@ interleave) the drift hits both sides alike and is in the between-worker spread 
   counted by Satterthwaite's degrees of freedom; with fewer than 5
   workers a side nothing is trimmed and it is Student's t), and the p-value is that test's.
   Trimming keeps one disturbed worker from swamping the variance; docs/log.md measures
-  what it costs.
+  what it costs. The spread between workers is at least the stack's levels
+  (``compare``'s ``levels_sd``): workers that land at two speeds can all land at one on
+  each side.
 * The verdict reads the interval against the practical threshold ±t (above 1 + t, below
   1 / (1 + t)):
 
@@ -327,20 +329,25 @@ def log_difference(
     candidate: Sequence[float],
     run_drift: float = 0.0,
     run_drift_df: float = math.inf,
+    levels_sd: float = 0.0,
 ) -> LogDifference:
     """Per-worker medians of both sides (at least 2 each) -> the trimmed t statistic's parts
     on their logarithms: Yuen's standard error, and the pooled test's degrees of freedom over
     the workers kept (Welch's lost a fifth of the one-look gate's power on real workers at 3 a
     side, docs/log.md, at no gain in false alarms). A run-to-run term estimated with
     ``run_drift_df`` degrees of freedom (infinite: given as known) adds its variance and, by
-    Satterthwaite's rule, its uncertainty."""
+    Satterthwaite's rule, its uncertainty. ``levels_sd`` is a floor under the standard
+    deviation between workers (``compare``)."""
     log_b, log_c = [math.log(x) for x in baseline], [math.log(x) for x in candidate]
     side_b, side_c = _Trimmed.of(log_b), _Trimmed.of(log_c)
-    workers, drift = side_b.squared_se + side_c.squared_se, 2 * run_drift**2
+    floor = levels_sd**2 * (1 / len(log_b) + 1 / len(log_c))
+    workers = max(side_b.squared_se + side_c.squared_se, floor)
+    drift = 2 * run_drift**2
     workers_df = float(side_b.kept + side_c.kept - 2)
     df = satterthwaite(((workers, workers_df), (drift, run_drift_df)))
     se = math.sqrt(workers + drift)
-    return LogDifference(side_c.mean - side_b.mean, se, df, _pooled_sd(log_b, log_c))
+    between = max(_pooled_sd(log_b, log_c), levels_sd)
+    return LogDifference(side_c.mean - side_b.mean, se, df, between)
 
 
 def satterthwaite(parts: Sequence[tuple[float, float]]) -> float:
@@ -456,12 +463,22 @@ def compare(
     run_drift: float = 0.0,
     run_drift_df: float = math.inf,
     plan: bool = True,
+    levels_sd: float = 0.0,
 ) -> Comparison:
     """Compare two sets of workers (see the module docstring for the rules); ``run_drift``
     is the run-to-run standard deviation to add when the sides are separate runs, estimated
     with ``run_drift_df`` degrees of freedom (infinite: known); ``plan``: estimate the workers
     that would decide an undecided verdict (a simulation, skipped by callers that judge the
-    cell another way)."""
+    cell another way).
+
+    ``levels_sd``: the standard deviation between workers is at least this, half the widest
+    spread of logarithms the caller saw among one cell's workers of the same stack on one side
+    (Popoviciu: no value confined to a range varies more than half its width). Workers land
+    on levels: numpy's 2-thread GEMM at 1.35 or about 2.0 ms in a third of its processes, a
+    jax:jit worker's peak RSS 60 MiB above its siblings' in three of ten (docs/evidence.md),
+    so three workers a side that all landed on one level show no spread at all, and the test
+    alone called such a coincidence certain (A/A pairs of separate runs failed on it, p = 4e-10
+    for memory, 8e-4 for time). A stack whose workers do not vary keeps the test as sharp."""
     workers = (sum(1 for w in baseline if w), sum(1 for w in candidate if w))
     if within_process:
         return _within_process(
@@ -478,7 +495,7 @@ def compare(
             ratio, *ci, math.nan, INCONCLUSIVE, threshold, "worker", workers, _too_few(workers),
             components,
         )  # fmt: skip
-    parts = log_difference(medians_b, medians_c, run_drift, run_drift_df)
+    parts = log_difference(medians_b, medians_c, run_drift, run_drift_df, levels_sd)
     ci, equivalence = parts.interval(1 - alpha), parts.interval(1 - 2 * alpha)
     p_value = parts.p_value()
     decided = judge(p_value < alpha, ratio, ci, equivalence, threshold)
@@ -487,6 +504,9 @@ def compare(
         measured = Measured(parts.difference, parts.between_sd, run_drift, run_drift_df)
         needed = workers_needed(measured, threshold, alpha)
         reason = _undecided_reason(needed, run_drift)
+    if decided == UNDECIDED and levels_sd and parts.between_sd == levels_sd:
+        levels = f"this stack's workers land on levels up to {math.expm1(2 * levels_sd):.0%} apart"
+        reason = f"{levels}; {reason}" if reason else levels
     components = Components(parts.between_sd, within, run_drift)
     return Comparison(
         ratio, *ci, p_value, decided, threshold, "worker", workers, reason, components, needed,
@@ -504,37 +524,11 @@ def compare_amounts(
     plan: bool = True,
 ) -> Comparison:
     """One amount a worker on each side (a peak of memory), compared as ``compare`` compares
-    workers, except that the standard deviation between workers is at least ``levels_sd``:
-    half the widest spread of logarithms the caller saw among one cell's workers of the same
-    stack (Popoviciu: no amount confined to a range varies more than half its width).
-    Amounts land on levels: a jax:jit worker's peak RSS is about 60 MiB above its siblings'
-    in three workers of ten (docs/evidence.md), so three workers a side all on one level show
-    no spread at all, and ``compare`` alone called such a coincidence certain (p = 4e-10,
-    an A/A pair of separate runs failed on it). A stack whose amounts do not vary keeps the
-    test as sharp as before. ``plan`` as ``compare``'s."""
-    result = compare(
+    workers, with the stack's ``levels_sd`` as the floor of their spread. ``plan`` as
+    ``compare``'s."""
+    return compare(
         [[value] for value in baseline], [[value] for value in candidate], threshold=threshold,
-        alpha=alpha, plan=plan,
-    )  # fmt: skip
-    own = result.evidence
-    if not isinstance(own, LogDifference):
-        return result
-    se = levels_sd * math.sqrt(1 / len(baseline) + 1 / len(candidate))
-    if se <= own.se:
-        return result
-    parts = LogDifference(own.difference, se, own.df, max(own.between_sd, levels_sd))
-    ci, equivalence = parts.interval(1 - alpha), parts.interval(1 - 2 * alpha)
-    p_value = parts.p_value()
-    decided = judge(p_value < alpha, result.ratio, ci, equivalence, threshold)
-    reason = (
-        f"this stack's workers land on levels up to {math.expm1(2 * levels_sd):.0%} apart; "
-        "more workers a side would decide it"
-        if decided == UNDECIDED
-        else ""
-    )
-    return Comparison(
-        result.ratio, *ci, p_value, decided, threshold, result.unit, result.workers, reason,
-        Components(parts.between_sd, 0.0), None, parts,
+        alpha=alpha, plan=plan, levels_sd=levels_sd,
     )  # fmt: skip
 
 
