@@ -192,3 +192,50 @@ def test_a_campaign_without_a_clear_deadline_says_how_to_write_one(
         FRESH["main"]()
     assert exit_.value.code == 2
     assert says in capsys.readouterr().err
+
+
+def test_a_pair_of_separate_runs_is_summarised_with_its_workers_and_rendered(
+    tmp_path: Path,
+) -> None:
+    """A ``separate`` pair (two runs and their compare.json, no rounds) summarised and
+    rendered: its outcome, what it was without the stacks' levels, and per cell how far apart
+    its workers landed and whether the two sides' workers overlapped (here one cell's sides
+    1.5x apart, the other's interleaved)."""
+    from stackwars.results.schema import Cell, Steady
+
+    render = runpy.run_path(str(ROOT / "benchmarks" / "power" / "render_recipe.py"))["render"]
+    folder = tmp_path / "separate" / "000"
+    folder.mkdir(parents=True)
+    medians = {
+        "baseline": {"gemm": [1.0, 1.01, 1.02], "selu": [2.0, 2.2, 2.1]},
+        "candidate": {"gemm": [1.5, 1.52, 1.53], "selu": [2.1, 2.05, 2.3]},
+    }
+    for side, cells in medians.items():
+        raw = [
+            Cell(workload=name, params={}, stack="numpy:eager", repeat=repeat, status="ok",
+                 steady=Steady(median_s=ms / 1e3, samples_s=[ms / 1e3])).to_dict()
+            for name, values in cells.items()
+            for repeat, ms in enumerate(values)
+        ]  # fmt: skip
+        (folder / f"{side}.json").write_text(json.dumps({"cells": raw}), "utf-8")
+    rows = [{"cell": f"{name}() numpy:eager @ cpu", "gate_state": "undecided",
+             "comparison": {"ratio": 1.0}} for name in ("gemm", "selu")]  # fmt: skip
+    compare = {"outcome": "underpowered", "exit_status": 3, "session": {"elapsed_s": 190.4},
+               "rows": rows}  # fmt: skip
+    (folder / "compare.json").write_text(json.dumps(compare), "utf-8")
+    machine = {"cpu_model": "CPU", "fingerprint": "f", "started": "2026-11-30T08:03:00Z"}
+    (folder / "machine.json").write_text(json.dumps(machine), "utf-8")
+    alone = {"outcome": "fail", "failures": ["REGRESSION above 5%: gemm"]}
+    (folder / "spread-alone.json").write_text(json.dumps(alone), "utf-8")
+    session = FRESH["_summary_of"](folder / "compare.json")
+    assert session["rounds"] is None
+    gemm = session["medians"]["gemm() numpy:eager @ cpu"]["candidate"]
+    assert gemm == pytest.approx([1.5e-3, 1.52e-3, 1.53e-3])
+    text = render({"format": FRESH["SUMMARY_FORMAT"], "kind": "separate", "injected": {},
+                   "sessions": [session]})  # fmt: skip
+    assert "1 fresh A/A pairs of two separate runs" in text
+    assert "| 2026-11-30 08:03 | underpowered | 3 | none | 190 | undecided 2 | the same |" in text
+    assert "alone (`compare` before the stacks' levels of time" in text
+    assert "spread-alone`): 1 of 1 failed; REGRESSION above 5%: gemm." in text
+    assert "| gemm() numpy:eager @ cpu | 6 | 1.53x | 1 of 1 | 1.47x |" in text
+    assert "| selu() numpy:eager @ cpu | 6 | 1.15x | 0 of 1 | none |" in text

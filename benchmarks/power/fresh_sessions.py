@@ -13,7 +13,9 @@
     python benchmarks/power/fresh_sessions.py analyse --out DIR
     python benchmarks/power/fresh_sessions.py redecide --out DIR
     python benchmarks/power/fresh_sessions.py redecide-recipe --out DIR -- NOISE.json
+    python benchmarks/power/fresh_sessions.py spread-alone --out DIR
     python benchmarks/power/fresh_sessions.py summarise --out DIR --kind recipe [--into FILE]
+    python benchmarks/power/fresh_sessions.py summarise --out DIR --kind separate [--into FILE]
     python benchmarks/power/fresh_sessions.py sessions ... -- AB_OPTIONS [-- RUN_OPTIONS]
 
 ``setup`` makes two virtual environments of identical content (this checkout installed in
@@ -106,7 +108,7 @@ RECIPES = ("recipe", "recipe-ab")
 # (the recipe's 900 s budget, its workers' start and its last round).
 CAMPAIGN = {"recipe": 20, "recipe-ab": 12}
 SESSION_S = 1000
-SUMMARY_FORMAT = 2  # of ``summarise``'s output (its docstring has the history)
+SUMMARY_FORMAT = 3  # of ``summarise``'s output (its docstring has the history)
 KINDS = {
     "aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"], "separate": CELLS,
     "quick-one-thread": ONE_THREAD, "quick-duet": ONE_THREAD, "recipe": RECIPE_RUN,
@@ -379,11 +381,44 @@ def redecide_separate(folder: Path, gate: Any) -> str:
         fail_above=gate.fail_above, fail_memory_above=gate.fail_memory_above,
         alpha_pct=gate.alpha * 100,
     ).verdict  # fmt: skip
-    rows = verdict.rows
-    states = dict(zip((row.label for row in rows), verdict.states, strict=True))
-    answer = {"outcome": verdict.outcome, "failures": verdict.failures, "states": states}
+    rows, states = verdict.rows, list(verdict.states)
+    answer = {
+        "outcome": verdict.outcome, "exit": verdict.exit_status, "failures": verdict.failures,
+        "cells": {state: states.count(state) for state in sorted(set(states))},
+        "states": dict(zip((row.label for row in rows), states, strict=True)),
+    }  # fmt: skip
     (folder / "redecided.json").write_text(json.dumps(answer), encoding="utf-8")
     return verdict.outcome or "no gate"
+
+
+def spread_alone(out: Path) -> None:
+    """Each ``separate`` pair under ``out`` decided as ``compare`` decided before 2026-11-30
+    (6d1d819): each cell's spread of time between workers from its own workers alone, without
+    its stack's levels of time (``stack_levels`` without them for the call; memory's levels,
+    older, and the rest of the gate today's). What the floor changed on fresh pairs; writes
+    each pair's ``spread-alone.json``."""
+    from unittest import mock
+
+    from stackwars.results import comparison
+    from stackwars.service import comparisons
+
+    def memory_levels(groups: Any) -> dict[tuple[str, str, str], float]:
+        return {
+            key: spread
+            for key, spread in levels(groups).items()
+            if key[2] != comparison.STEADY_TIME
+        }
+
+    levels = comparison.stack_levels
+    for folder in sorted(out.glob("separate/*/compare.json")):
+        with mock.patch.object(comparison, "stack_levels", memory_levels):
+            verdict = comparisons.compare(
+                str(folder.parent / "baseline.json"), str(folder.parent / "candidate.json"),
+                5.0, fail_above=5.0, fail_memory_above=10.0,
+            ).verdict  # fmt: skip
+        answer = {"outcome": verdict.outcome, "failures": verdict.failures}
+        (folder.parent / "spread-alone.json").write_text(json.dumps(answer), encoding="utf-8")
+        print(f"{folder.parent.name}: {answer['outcome']} {answer['failures']}")
 
 
 def redecide_recipe(out: Path, noise: Path) -> None:
@@ -427,7 +462,9 @@ def summarise(out: Path, kind: str, into: Path | None = None) -> None:
     rounds are gone with their machine) and the whole is written there instead: a session
     already in it (the same machine fingerprint and start) is replaced. Format history
     (``SUMMARY_FORMAT``): 1 (2026-11-29) first; 2 (2026-11-29) each cell's state and measured
-    ratio, the changes injected."""
+    ratio, the changes injected; 3 (2026-11-30) a ``separate`` pair's rounds None, its
+    workers' steady medians per cell and side (``medians``) and its outcome without the
+    stacks' levels (``spread_alone``, where ``spread-alone`` wrote it)."""
     found = [_summary_of(folder) for folder in sorted((out / kind).glob("*/compare.json"))]
     changes = INJECTED if kind == "recipe-ab" else {}
     summary = {"format": SUMMARY_FORMAT, "kind": kind, "injected": changes, "sessions": found}
@@ -464,16 +501,37 @@ def _summary_of(folder: Path) -> dict[str, Any]:
     session = {
         **machine,
         "outcome": data["outcome"], "exit": data["exit_status"],
-        "rounds": data["session"]["rounds"], "elapsed_s": data["session"]["elapsed_s"],
+        # A pair of separate runs has no rounds: its workers are three a cell and side.
+        "rounds": data["session"].get("rounds"), "elapsed_s": data["session"]["elapsed_s"],
         "cells": {state: states.count(state) for state in sorted(set(states))},
         "states": {row["cell"]: row["gate_state"] for row in data["rows"]},
         "ratios": {row["cell"]: (row["comparison"] or {}).get("ratio") for row in data["rows"]},
     }  # fmt: skip
+    if (folder.parent / "candidate.json").is_file():  # a pair of separate runs
+        session["medians"] = _worker_medians(folder.parent)
+    alone = folder.parent / "spread-alone.json"
+    if alone.is_file():  # decided without the stacks' levels (spread_alone)
+        session["spread_alone"] = json.loads(alone.read_text(encoding="utf-8"))
     again = folder.parent / "redecided.json"
-    if again.is_file():  # decided again from its rounds (redecide_recipe)
+    if again.is_file():  # decided again (redecide_recipe, redecide_separate)
         session["as_run"] = {key: session[key] for key in ("outcome", "exit", "cells")}
         session |= json.loads(again.read_text(encoding="utf-8"))
     return session
+
+
+def _worker_medians(folder: Path) -> dict[str, dict[str, list[float]]]:
+    """A pair of separate runs' workers: each ok cell's steady medians (seconds) by side."""
+    from stackwars.results.comparison import label
+    from stackwars.results.schema import Cell
+
+    medians: dict[str, dict[str, list[float]]] = {}
+    for side in SIDES:
+        for raw in json.loads((folder / f"{side}.json").read_text(encoding="utf-8"))["cells"]:
+            cell = Cell.from_dict(raw)
+            if cell.status == "ok" and cell.steady.median_s:
+                by_side = medians.setdefault(label(cell), {key: [] for key in SIDES})
+                by_side[side].append(cell.steady.median_s)
+    return medians
 
 
 def main() -> int:
@@ -487,6 +545,7 @@ def main() -> int:
             "analyse",
             "redecide",
             "redecide-recipe",
+            "spread-alone",
             "summarise",
         ),
     )
@@ -525,6 +584,8 @@ def main() -> int:
         redecide(args.out)
     elif args.action == "redecide-recipe":
         redecide_recipe(args.out, Path(extra[0]))
+    elif args.action == "spread-alone":
+        spread_alone(args.out)
     elif args.action == "summarise":
         summarise(args.out, args.kind, args.into)
     else:

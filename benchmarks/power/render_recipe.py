@@ -2,6 +2,8 @@
 
     python benchmarks/power/fresh_sessions.py summarise --out DIR --kind recipe --into FILE.json
     python benchmarks/power/render_recipe.py FILE.json
+    python benchmarks/power/fresh_sessions.py summarise --out DIR --kind separate --into FILE.json
+    python benchmarks/power/render_recipe.py FILE.json
     python benchmarks/power/render_recipe.py --spreads ROUNDS SPREADS.json   # once
     python benchmarks/power/render_recipe.py --spreads SPREADS.json
     python benchmarks/power/render_recipe.py --predicted PREDICTED.json
@@ -10,8 +12,10 @@ Prints Markdown: per session its start (UTC), outcome, exit status, rounds, seco
 cells by gate state (and, for a session decided again from its rounds by ``fresh_sessions.py
 redecide-recipe``, what it said as it ran); then the tally (how many sessions passed, failed,
 were underpowered), the share that exited 0 and the false-fail rate with its Wilson 95 % upper
-bound. For A/B sessions (``--kind recipe-ab``, whose summary names the changes injected): the
-state of each changed cell per session and how often each change was failed and passed.
+bound; for pairs of separate runs (``--kind separate``), per cell how far apart its workers
+landed and in how many pairs the two sides' workers did not overlap. For A/B sessions
+(``--kind recipe-ab``, whose summary names the changes injected): the state of each changed
+cell per session and how often each change was failed and passed.
 With ``--spreads``: from the round files of an A/A session (its ``--out``, too large to keep),
 each cell's paired spread (the standard deviation of a round's log ratio, candidate over
 baseline) of its steady time and of its peak RSS, kept in ``SPREADS.json``; rendered, what a
@@ -39,6 +43,11 @@ Z95 = 1.96
 LIMIT = 0.10  # the pass limit a spread is read against
 ALPHA = 0.05
 SPREADS_FORMAT = 1  # of SPREADS.json; history: 1 (2026-11-29) first
+# What a summary's sessions are, by its kind (fresh_sessions.py's).
+KINDS = {
+    "recipe": "sessions of the recipe",
+    "separate": "pairs of two separate runs (`run --repeat 3` a side, then `compare`)",
+}
 
 
 def spreads(rounds: Path) -> dict[str, Any]:
@@ -106,7 +115,7 @@ def render(data: dict[str, Any]) -> str:
     first = sessions[0]
     lines = [
         f"Machine {first['cpu_model']} (fingerprint `{first['fingerprint']}`), "
-        f"{len(sessions)} fresh A/A sessions of the recipe.",
+        f"{len(sessions)} fresh A/A {KINDS[data['kind']]}.",
         "",
         "| started (UTC) | outcome | exit | rounds | seconds | cells | as the session ran |",
         "| --- | --- | ---: | ---: | ---: | --- | --- |",
@@ -114,9 +123,10 @@ def render(data: dict[str, Any]) -> str:
     for session in sessions:
         ran = session.get("as_run")
         before = f"{ran['outcome']} (exit {ran['exit']}): {_cells(ran)}" if ran else "the same"
+        rounds = "none" if session["rounds"] is None else session["rounds"]
         lines.append(
             f"| {session['started'][:16].replace('T', ' ')} | {session['outcome']} | "
-            f"{session['exit']} | {session['rounds']} | {session['elapsed_s']:.0f} | "
+            f"{session['exit']} | {rounds} | {session['elapsed_s']:.0f} | "
             f"{_cells(session)} | {before} |"
         )
     outcomes = [session["outcome"] for session in sessions]
@@ -127,7 +137,57 @@ def render(data: dict[str, Any]) -> str:
         f"{wilson_upper(fails, len(sessions)):.0%} at 95 %), "
         f"{outcomes.count('underpowered')} underpowered.",
     ]
+    alone = [session["spread_alone"] for session in sessions if "spread_alone" in session]
+    if alone:
+        failed = [answer for answer in alone if answer["outcome"] == "fail"]
+        lines += [
+            "",
+            "Decided with each cell's spread of time from its own workers alone (`compare` "
+            "before the stacks' levels of time; `fresh_sessions.py spread-alone`): "
+            f"{len(failed)} of {len(alone)} failed"
+            + "".join(f"; {'; '.join(answer['failures'])}" for answer in failed)
+            + ".",
+        ]
+    if all("medians" in session for session in sessions):
+        lines += ["", *render_levels(sessions)]
     return "\n".join(lines) + "\n"
+
+
+def render_levels(sessions: list[dict[str, Any]]) -> list[str]:
+    """Pairs of separate runs: per cell, how far apart its workers landed over all the pairs,
+    and in how many pairs one side's workers all sat above the other side's (a coincidence
+    that the workers' spread alone reads as a certain change)."""
+    lines = [
+        "Per cell, over every pair's workers: the slowest worker's steady median over the "
+        "fastest's, and the pairs whose sides did not overlap (every worker of one side slower "
+        "than every worker of the other), with the widest such gap:",
+        "",
+        "| cell | workers | slowest ÷ fastest | pairs not overlapping | widest gap |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    cells = sorted({name for session in sessions for name in session["medians"]})
+    for name in cells:
+        pairs = [session["medians"][name] for session in sessions if name in session["medians"]]
+        values = [value for pair in pairs for side in pair.values() for value in side]
+        gaps = [gap for pair in pairs if (gap := _gap(pair["baseline"], pair["candidate"]))]
+        widest = f"{max(gaps):.2f}x" if gaps else "none"
+        lines.append(
+            f"| {name} | {len(values)} | {max(values) / min(values):.2f}x | "
+            f"{len(gaps)} of {len(pairs)} | {widest} |"
+        )
+    return lines
+
+
+def _gap(baseline: list[float], candidate: list[float]) -> float | None:
+    """How far apart two sides' workers sat when they did not overlap (the nearer two's
+    ratio, at least 1), None when they did."""
+    if not baseline or not candidate:
+        return None
+    if min(candidate) > max(baseline):
+        return min(candidate) / max(baseline)
+    if min(baseline) > max(candidate):
+        return min(baseline) / max(candidate)
+    return None
 
 
 def render_changes(data: dict[str, Any]) -> str:

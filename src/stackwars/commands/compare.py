@@ -24,13 +24,22 @@ from stackwars.service import api
 
 def add_compare(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "compare", help="the same cells in two runs: ratio, interval, test, verdict"
+        "compare",
+        help="the same cells in two runs: ratio, interval, test, verdict",
+        description="Each cell's fresh workers are its units: the ratio of their medians, "
+        "and Yuen's trimmed t on their log medians, plus the run-to-run drift (--run-drift) "
+        "when each side is one run. The spread between a cell's workers is taken as at least "
+        "the levels its stack's workers showed on one side in any cell: workers land at two "
+        "speeds (numpy's threaded GEMM), and three a side that each landed at one speed are no "
+        "evidence of a change. Several runs a side are compared run by run (each run's mean "
+        "one unit). With a limit (--fail-above) the whole comparison is one gate: pass, fail "
+        "or underpowered (docs/ci.md).",
     )
     parser.add_argument(
         "run_a",
         metavar="RUN_A",
         help="the baseline: a run id, 'latest', or an exported .json; several joined by commas "
-        "are pooled (same machine only)",
+        "are compared run by run (same machine only)",
     )
     parser.add_argument("run_b", metavar="RUN_B", help="the candidate, the same way")
     add_db(parser)

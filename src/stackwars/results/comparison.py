@@ -572,7 +572,7 @@ def slow_round(result: Comparison, pass_limit: float, aa_spread: float = 0.0) ->
     )
 
 
-def hides_a_slow_share(aa_spread: float) -> bool:
+def _hides_a_slow_share(aa_spread: float) -> bool:
     """Whether a cell whose A/A rounds spread by ``aa_spread`` (a round's paired log ratio's
     deviation) hides a round SEEN_SHARE_FACTOR times slow within its own spread, where
     ``slow_round`` cannot see it."""
@@ -678,7 +678,7 @@ def _not_gated(
     aa_spreads: Mapping[str, float],
 ) -> tuple[str, ...]:
     """Mark not gated (in ``states``) the rows left undecided that ``why`` names, and the rows
-    passed whose A/A spread hides a slow share (``hides_a_slow_share``); their lines. A passed
+    passed whose A/A spread hides a slow share (``_hides_a_slow_share``); their lines. A passed
     row the triage left out for its rounds alone stays passed: its pass test holds at its
     level, and the slow-round rule saw its rounds. One whose spread hides a 4x round is not:
     simulated sessions passed two-speed cells with a 4x share in 15-18 % of sessions
@@ -686,7 +686,7 @@ def _not_gated(
     lines = []
     for index, row in enumerate(rows):
         spread = aa_spreads.get(row.label, 0.0)
-        hidden = states[index] == PASSED and hides_a_slow_share(spread)
+        hidden = states[index] == PASSED and _hides_a_slow_share(spread)
         reasons = [why[row.label]] if states[index] == UNDECIDED_ROW and row.label in why else []
         if hidden:
             reasons.append(
