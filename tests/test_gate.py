@@ -600,20 +600,23 @@ def test_separate_runs_keep_the_suite_false_alarm_rate(monkeypatch: pytest.Monke
     assert suite_alarms(3, 0.10, pairs, as_runs=False) > 0.05 * pairs
 
 
-def worker(workload: str, stack: str, rss_mib: float, repeat: int) -> Cell:
-    """A worker of ``workload`` whose only measure of interest is its peak RSS."""
+def worker(
+    workload: str, stack: str, repeat: int, *, rss_mib: float = 100.0, ms: float = 1.0
+) -> Cell:
+    """A worker of ``workload`` with its peak RSS and its steady time (one block)."""
     return Cell(
         workload=workload, params={}, stack=stack, repeat=repeat, status="ok",
-        steady=Steady(median_s=1e-3, samples_s=[1e-3]),
+        steady=Steady(median_s=ms / 1e3, samples_s=[ms / 1e3]),
         memory=Memory(peak_rss_bytes=int(rss_mib * 2**20)),
     )  # fmt: skip
 
 
-def cells_of(peaks: dict[tuple[str, str], list[float]]) -> list[Cell]:
+def cells_of(values: dict[tuple[str, str], list[float]], measure: str = "rss_mib") -> list[Cell]:
+    """Workers of each (workload, stack), one a value of ``measure`` (``worker``'s)."""
     return [
-        worker(workload, stack, mib, repeat)
-        for (workload, stack), values in peaks.items()
-        for repeat, mib in enumerate(values)
+        worker(workload, stack, repeat, **{measure: value})
+        for (workload, stack), found in values.items()
+        for repeat, value in enumerate(found)
     ]
 
 
@@ -679,22 +682,6 @@ def test_a_a_separate_runs_with_memory_levels_fail_the_memory_gate_at_most_alpha
     assert fails <= 0.05 * sessions
 
 
-def timed(workload: str, stack: str, ms: float, repeat: int) -> Cell:
-    """A worker of ``workload`` whose only measure of interest is its steady time."""
-    return Cell(
-        workload=workload, params={}, stack=stack, repeat=repeat, status="ok",
-        steady=Steady(median_s=ms / 1e3, samples_s=[ms / 1e3]),
-    )  # fmt: skip
-
-
-def timed_cells(medians: dict[tuple[str, str], list[float]]) -> list[Cell]:
-    return [
-        timed(workload, stack, ms, repeat)
-        for (workload, stack), values in medians.items()
-        for repeat, ms in enumerate(values)
-    ]
-
-
 TIME_GATE = Gate(5.0)
 
 
@@ -716,7 +703,7 @@ def test_three_workers_at_one_speed_are_no_evidence_where_the_stack_has_two() ->
         ("selu512", "numpy:eager"): [1.143, 1.149, 1.147],
         ("selu512", "torch:eager"): [0.830, 0.835, 0.845],
     }
-    rows = compare_runs(timed_cells(baseline), timed_cells(candidate), 0.05)
+    rows = compare_runs(cells_of(baseline, "ms"), cells_of(candidate, "ms"), 0.05)
     verdict = decide(rows, TIME_GATE)
     assert verdict.outcome == FAIL
     (failure,) = verdict.failures
@@ -743,7 +730,7 @@ def two_speed_run(rng: random.Random) -> list[Cell]:
             medians[(f"cell{i}", stack)] = [
                 (1 + i) * math.exp(shift + rng.gauss(0, sd)) for _ in range(3)
             ]
-    return timed_cells(medians)
+    return cells_of(medians, "ms")
 
 
 def two_speed_false_fails(sessions: int) -> int:
