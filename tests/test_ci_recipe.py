@@ -239,3 +239,8 @@ def test_a_pair_of_separate_runs_is_summarised_with_its_workers_and_rendered(
     assert "spread-alone`): 1 of 1 failed; REGRESSION above 5%: gemm." in text
     assert "| gemm() numpy:eager @ cpu | 6 | 1.53x | 1 of 1 | 1.47x |" in text
     assert "| selu() numpy:eager @ cpu | 6 | 1.15x | 0 of 1 | none |" in text
+
+
+def test_spread_alone_without_pairs_names_the_folder_it_wants(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="give the --out of 'sessions --kind separate'"):
+        FRESH["spread_alone"](tmp_path)

@@ -410,7 +410,13 @@ def spread_alone(out: Path) -> None:
         }
 
     levels = comparison.stack_levels
-    for folder in sorted(out.glob("separate/*/compare.json")):
+    pairs = sorted(out.glob("separate/*/compare.json"))
+    if not pairs:
+        raise SystemExit(
+            f"no pairs of separate runs under {out / 'separate'}: give the --out of "
+            "'sessions --kind separate'"
+        )
+    for folder in pairs:
         with mock.patch.object(comparison, "stack_levels", memory_levels):
             verdict = comparisons.compare(
                 str(folder.parent / "baseline.json"), str(folder.parent / "candidate.json"),
