@@ -61,7 +61,7 @@ def test_compare_reads_exported_files_and_writes_markdown_json_and_the_summary(
     assert "- REGRESSION above 10%: gemm(n=8) numpy:eager @ cpu" in markdown
     assert summary.read_text(encoding="utf-8") == markdown + "\n"
     written = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
-    assert written["format"] == 4 and written["gate"]["fail_above"] == 10
+    assert written["format"] == 5 and written["gate"]["fail_above"] == 10
     assert written["outcome"] == "fail" and written["exit_status"] == 1
     (row,) = written["rows"]
     assert row["comparison"]["verdict"] == "slower" and row["comparison"]["workers"] == [3, 3]

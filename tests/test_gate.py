@@ -457,7 +457,7 @@ def test_the_json_and_markdown_state_the_outcome_and_the_family(
     verdict = verdict_of(rows, GATE)
     data = json.loads(json.dumps(comparison_json(verdict)))
     jsonschema.validate(data, COMPARISON_SCHEMA)
-    assert data["format"] == COMPARISON_FORMAT == 4 and data["outcome"] == outcome
+    assert data["format"] == COMPARISON_FORMAT == 5 and data["outcome"] == outcome
     assert COMPARISON_SCHEMA["title"].endswith(f"format {COMPARISON_FORMAT}")
     assert data["family"]["procedure"] == "holm" and data["family"]["alpha"] == 0.05
     assert data["exit_status"] == verdict.exit_status and verdict.format == COMPARISON_FORMAT

@@ -140,7 +140,7 @@ def test_a_table_is_one_machine_s_and_of_its_own_format(
     with pytest.raises(UsageError, match=r"measured another machine .* --write-noise"):
         read_noise(path)
     path.write_text('{"format": 99}', encoding="utf-8")
-    with pytest.raises(UsageError, match="not a noise table of format 2"):
+    with pytest.raises(UsageError, match="not a noise table of format 3"):
         read_noise(path)
 
 

@@ -89,6 +89,7 @@ def comparison_notes(rows: list[ComparisonRow], verdict: GateVerdict | None) -> 
             "spread holds the run-to-run component), not over their pooled workers"
         )
     notes.extend(_memory_notes(rows))
+    notes.extend(f"speeds: {row.label}: {row.speeds.describe()}" for row in rows if row.speeds)
     notes.extend(
         f"count changed: {row.label}: {'; '.join(change.describe() for change in row.counts)}"
         for row in rows
@@ -167,6 +168,7 @@ def comparison_json(verdict: Verdict) -> dict[str, Any]:
                 "comparison": dataclasses.asdict(row.result) if row.result else None,
                 "memory": [dataclasses.asdict(change) for change in row.memory],
                 "counts": [dataclasses.asdict(change) for change in row.counts],
+                "speeds": dataclasses.asdict(row.speeds) if row.speeds else None,
             }
             for row, state in zip(verdict.rows, states, strict=True)
         ],

@@ -42,6 +42,7 @@ from stackwars.results.aggregate import workers_by_cell
 from stackwars.results.counts import CountChange, count_changes
 from stackwars.results.machines import mixed_machines
 from stackwars.results.schema import Cell
+from stackwars.results.speeds import SPEED_SHARE, WITHIN_SPEED, SpeedSplit, speed_split
 from stackwars.timing import maxt
 from stackwars.timing.compare import (
     DEFAULT_ALPHA,
@@ -85,6 +86,9 @@ class ComparisonRow:
     broken: str = ""  # ok in the baseline, not in the candidate (or absent): what happened
     memory: tuple[MemoryChange, ...] = ()
     counts: tuple[CountChange, ...] = ()  # the deterministic counts that changed (counts.py)
+    # A paired cell split at its two speeds (results/speeds.py): the gate judges its time by
+    # these two tests in place of ``result``; None for a cell of one speed or not split.
+    speeds: SpeedSplit | None = None
 
     @property
     def judged(self) -> bool:
@@ -270,11 +274,19 @@ Rounds = list[list[Cell]]  # a session's rounds of one side, in order: each roun
 
 
 def compare_rounds(
-    baseline: Rounds, candidate: Rounds, threshold: float, looks: Looks, alpha: float
+    baseline: Rounds,
+    candidate: Rounds,
+    threshold: float,
+    looks: Looks,
+    alpha: float,
+    *,
+    split: Mapping[str, float | None] | None = None,
 ) -> list[ComparisonRow]:
     """A session's rounds (``stackwars ab``), each cell paired by round
     (``timing/compare.py``'s ``compare_paired``): broken and missing cells as in
-    ``compare_runs``."""
+    ``compare_runs``. ``split``: the cells (by label) to split at their two speeds where their
+    times part (``results/speeds.py``), each with a worker's deviation within a speed measured
+    before (None: the session's own)."""
     if len(baseline) != len(candidate):
         raise ValueError(f"{len(baseline)} baseline and {len(candidate)} candidate rounds")
     pooled = compare_runs(
@@ -299,6 +311,7 @@ def compare_rounds(
                 threshold,
                 looks,
                 alpha,
+                split=split,
             )  # fmt: skip
         rows.append(row)
     rows.extend(row for row in pooled if row.note == ONLY_CANDIDATE)
@@ -311,13 +324,20 @@ def _paired_row(
     threshold: float,
     looks: Looks,
     alpha: float,
+    *,
+    split: Mapping[str, float | None] | None,
 ) -> ComparisonRow:
     """``row`` (every worker ok) judged again from ``pairs``: each round's index, baseline and
-    candidate worker, for the rounds in which both sides ran it."""
+    candidate worker, for the rounds in which both sides ran it; split at its speeds when
+    ``split`` names it."""
     indices = [index for index, _, _ in pairs]
     base = [_pooled_median([b]) for _, b, _ in pairs]
     cand = [_pooled_median([c]) for _, _, c in pairs]
     result = compare_paired(base, cand, looks, threshold=threshold, alpha=alpha, indices=indices)
+    speeds = None
+    if split is not None and row.label in split:
+        speeds = speed_split(base, cand, looks, threshold=threshold, alpha=alpha,
+                             indices=indices, deviation=split[row.label])  # fmt: skip
     memory = []
     for change in row.memory:
         read = dict(MEASURES)[change.what]
@@ -329,8 +349,9 @@ def _paired_row(
         memory.append(dataclasses.replace(change, result=paired))
     candidate_median = None if row.baseline_median is None else row.baseline_median * result.ratio
     return dataclasses.replace(
-        row, candidate_median=candidate_median, result=result, memory=tuple(memory)
-    )
+        row, candidate_median=candidate_median, result=result, memory=tuple(memory),
+        speeds=speeds,
+    )  # fmt: skip
 
 
 def compare_run_sets(
@@ -444,12 +465,15 @@ PASSED, UNDECIDED_ROW, NOT_JUDGED = "pass", "undecided", "not judged"
 NOT_GATED = "not gated"
 
 
+TIME = "time"  # a row's whole time's test (a split cell's are results/speeds.py's two)
+
+
 @dataclass(frozen=True)
 class Hypothesis:
     """One regression test of the family: a row's time or one of its memory measures."""
 
     row: int
-    what: str  # "time", "peak RSS", "device peak"
+    what: str  # TIME, WITHIN_SPEED, SPEED_SHARE, "peak RSS", "device peak"
     result: Comparison
     limit: float  # percent: significantly above 0 and estimated above it fails
     pass_limit: float  # percent: shown below it passes
@@ -494,14 +518,24 @@ def _hypotheses(rows: list[ComparisonRow], gate: Gate) -> list[Hypothesis]:
             continue
         assert row.result is not None
         if gate.fail_above is not None and gate.time_pass_limit is not None:
-            tests.append(Hypothesis(index, "time", row.result, gate.fail_above,
-                                    gate.time_pass_limit))  # fmt: skip
+            tests.extend(
+                Hypothesis(index, what, result, gate.fail_above, gate.time_pass_limit)
+                for what, result in _time_tests(row, row.result)
+            )
         if gate.fail_memory_above is not None:
             limit = gate.fail_memory_above
             tests.extend(
                 Hypothesis(index, change.what, change.result, limit, limit) for change in row.memory
             )
     return tests
+
+
+def _time_tests(row: ComparisonRow, result: Comparison) -> list[tuple[str, Comparison]]:
+    """What stands for a row's time in the family: its time, or for a cell split at its two
+    speeds its time within them and the time its share of the slow one adds."""
+    if row.speeds is None:
+        return [(TIME, result)]
+    return [(WITHIN_SPEED, row.speeds.within), (SPEED_SHARE, row.speeds.share)]
 
 
 def _passes(test: Hypothesis, alpha: float) -> bool:
@@ -511,14 +545,20 @@ def _passes(test: Hypothesis, alpha: float) -> bool:
 
 def _failure_line(rows: list[ComparisonRow], test: Hypothesis) -> str:
     row = rows[test.row]
-    if test.what == "time":
+    if test.what == TIME:
         return f"REGRESSION above {test.limit:g}%: {row.label}: {test.result.describe()}"
+    if test.what in (WITHIN_SPEED, SPEED_SHARE):
+        return (
+            f"REGRESSION above {test.limit:g}%: {row.label}: {test.what}: {test.result.describe()}"
+        )
     return f"MEMORY above {test.limit:g}%: {row.label}: {test.what} {test.result.describe()}"
 
 
 def _open_line(row: ComparisonRow, held: str = "") -> str:
     if row.result is None or not row.judged:
         return f"undecided: {row.label}: {row.note}"
+    if row.speeds is not None:
+        return f"undecided: {row.label}: {row.speeds.describe()}{'; ' + held if held else ''}"
     reason = held or row.result.reason or "more workers would decide it"
     return f"undecided: {row.label}: {row.result.verdict}; {reason}"
 
@@ -547,6 +587,8 @@ SLOW_ROUND_FROM = 5  # rounds: fewer give no spread to stand out from
 # speeds: docs/gate.md's table sees 0 of 306 such rounds there, and 91-100 % in every other
 # cell) cannot show the share absent, so it is not passed (``_not_gated``).
 SEEN_SHARE_FACTOR = 4.0
+# The tests whose rounds the slow-round rule reads: a share's rounds are whole speeds apart.
+SLOW_ROUNDS_IN = (TIME, WITHIN_SPEED)
 
 
 def slow_round(result: Comparison, pass_limit: float, aa_spread: float = 0.0) -> str:
@@ -579,6 +621,23 @@ def _hides_a_slow_share(aa_spread: float) -> bool:
     return SLOW_ROUND_DEVIATIONS * aa_spread >= math.log(SEEN_SHARE_FACTOR)
 
 
+def _speeds_hide_a_slow_share(split: SpeedSplit, pass_limit: float) -> str:
+    """Why a cell split at its speeds cannot show a share of slow processes absent, '' when
+    it can: a process SEEN_SHARE_FACTOR times slow at the fast speed is classed with the slow
+    speed, and stands out from it as a slow round only when it lands at least the slow-round
+    floor above it."""
+    lands = SEEN_SHARE_FACTOR / split.speeds.ratio
+    floor = SLOW_ROUND_FACTOR * (1 + pass_limit / 100)
+    if lands >= floor:
+        return ""
+    return (
+        f"its slow speed is {split.speeds.ratio:.2f}x its fast one: a process "
+        f"{SEEN_SHARE_FACTOR:g}x slow at the fast speed lands {lands:.2f}x the slow one, below "
+        f"the {floor:g}x a slow round needs, so a share of slow processes could not be seen "
+        "and it is not passed"
+    )
+
+
 def _median(values: Iterable[float]) -> float:
     ordered = sorted(values)
     half = len(ordered) // 2
@@ -608,7 +667,7 @@ def decide(
     excusable = dict(not_gated or {})
     for index in held:
         excusable.pop(rows[index].label, None)
-    untested = _not_gated(rows, marks.states, excusable, aa_spreads or {})
+    untested = _not_gated(rows, marks.states, excusable, aa_spreads or {}, gate.time_pass_limit)
     undecided = tuple(
         _open_line(row, held.get(index, ""))
         for index, (row, state) in enumerate(zip(rows, marks.states, strict=True))
@@ -663,8 +722,11 @@ def _judge_passes(
             continue
         mine = [test for test in tests if test.row == index]
         shown = all(_passes(test, alpha) for test in mine)
-        spread = aa_spreads.get(rows[index].label, 0.0)
-        slow = "".join(slow_round(t.result, t.pass_limit, spread) for t in mine if t.what == "time")
+        # Within its speeds a cell's rounds spread as one speed's: its own rounds measure it.
+        spread = aa_spreads.get(rows[index].label, 0.0) if rows[index].speeds is None else 0.0
+        slow = "".join(
+            slow_round(t.result, t.pass_limit, spread) for t in mine if t.what in SLOW_ROUNDS_IN
+        )
         if shown and slow:
             held[index] = slow
         states[index] = PASSED if shown and not slow else UNDECIDED_ROW
@@ -676,28 +738,39 @@ def _not_gated(
     states: list[str],
     why: Mapping[str, str],
     aa_spreads: Mapping[str, float],
+    pass_limit: float | None,
 ) -> tuple[str, ...]:
     """Mark not gated (in ``states``) the rows left undecided that ``why`` names, and the rows
-    passed whose A/A spread hides a slow share (``_hides_a_slow_share``); their lines. A passed
-    row the triage left out for its rounds alone stays passed: its pass test holds at its
-    level, and the slow-round rule saw its rounds. One whose spread hides a 4x round is not:
-    simulated sessions passed two-speed cells with a 4x share in 15-18 % of sessions
-    (docs/evidence.md, "The recipe's gate, simulated")."""
+    passed that could not have seen a share of slow processes (``_hidden_share``); their
+    lines. A passed row the triage left out for its rounds alone stays passed: its pass test
+    holds at its level, and the slow-round rule saw its rounds. One whose spread hides a 4x
+    round is not: simulated sessions passed two-speed cells with a 4x share in 15-18 % of
+    sessions (docs/evidence.md, "The recipe's gate, simulated")."""
     lines = []
     for index, row in enumerate(rows):
-        spread = aa_spreads.get(row.label, 0.0)
-        hidden = states[index] == PASSED and _hides_a_slow_share(spread)
+        hidden = _hidden_share(row, aa_spreads.get(row.label, 0.0), pass_limit)
         reasons = [why[row.label]] if states[index] == UNDECIDED_ROW and row.label in why else []
-        if hidden:
-            reasons.append(
-                f"its A/A rounds spread {spread * 100:.0f}% a round, within which a round "
-                f"{SEEN_SHARE_FACTOR:g}x slow stands less than {SLOW_ROUND_DEVIATIONS:g} "
-                "deviations out: a share of slow processes could not be seen, so it is not passed"
-            )
+        if states[index] == PASSED and hidden:
+            reasons.append(hidden)
         if reasons:
             states[index] = NOT_GATED
             lines.append(f"not gated in this job: {row.label}: {'; '.join(reasons)}")
     return tuple(lines)
+
+
+def _hidden_share(row: ComparisonRow, aa_spread: float, pass_limit: float | None) -> str:
+    """Why ``row`` could not see a share of processes SEEN_SHARE_FACTOR times slow, '' when
+    it could: within its A/A spread (a cell of one speed), or within its slow speed (a cell
+    split at its speeds)."""
+    if row.speeds is not None and pass_limit is not None:
+        return _speeds_hide_a_slow_share(row.speeds, pass_limit)
+    if row.speeds is None and _hides_a_slow_share(aa_spread):
+        return (
+            f"its A/A rounds spread {aa_spread * 100:.0f}% a round, within which a round "
+            f"{SEEN_SHARE_FACTOR:g}x slow stands less than {SLOW_ROUND_DEVIATIONS:g} "
+            "deviations out: a share of slow processes could not be seen, so it is not passed"
+        )
+    return ""
 
 
 @dataclass

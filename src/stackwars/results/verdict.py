@@ -46,7 +46,11 @@ from stackwars.timing.family import DEFAULT_FAMILY_ALPHA, Family
 # * 4 (2026-11-29, issue 54): "not_gated" lines (ab --noise: cells left undecided that the
 #   noise measured before the session said it could not decide); a row's "gate_state" may be
 #   "not gated".
-COMPARISON_FORMAT = 4
+# * 5 (2026-11-30, issue 54): each row its "speeds" (null, or a cell split at its two speeds:
+#   the speeds and its comparisons within them and of the slow speed's share); a paired
+#   comparison's evidence its "trim". The schema now allows the max-T procedure that format 3
+#   already wrote (its enum had only "holm").
+COMPARISON_FORMAT = 5
 
 # The gate's exit statuses (2 is bad input, argparse's and UsageError's): distinct, so that a
 # CI step can tell "regressed" from "could not tell" (docs/ci.md shows both uses).

@@ -540,13 +540,14 @@ def compare_paired(
     threshold: float = DEFAULT_THRESHOLD,
     alpha: float = DEFAULT_ALPHA,
     indices: Sequence[int] = (),
+    trim: float = TRIM,
 ) -> Comparison:
     """Compare a session's rounds, paired (``timing/sequential.py``): each round's baseline
     and candidate worker medians, in round order (``indices``: the session's round of each,
-    where the cell missed some). Before the design's first look the cell is ``inconclusive``
-    (its interval is not calibrated for that look)."""
+    where the cell missed some; ``trim``: the trimmed t's, ``Paired``'s). Before the design's
+    first look the cell is ``inconclusive`` (its interval is not calibrated for that look)."""
     rounds = len(baseline)
-    paired = Paired.of(baseline, candidate, looks, indices)
+    paired = Paired.of(baseline, candidate, looks, indices, trim)
     workers = (rounds, rounds)
     if rounds < looks.first:
         ratio = math.exp(sum(paired.log_ratios) / rounds) if rounds else math.nan

@@ -83,15 +83,15 @@ class Looks:
         return self.last - self.first + 1
 
 
-def trimmed_t(values: Any) -> tuple[Any, Any, Any]:
+def trimmed_t(values: Any, trim: float = TRIM) -> tuple[Any, Any, Any]:
     """(trimmed mean, Yuen's standard error, degrees of freedom) of each row of ``values``
-    (an array, rounds along the last axis); the standard error is 0 when every kept value is
-    the same."""
+    (an array, rounds along the last axis), ``trim`` of each end trimmed (0: the mean and
+    Student's standard error); the standard error is 0 when every kept value is the same."""
     import numpy as np
 
     ordered = np.sort(np.asarray(values, dtype=np.float64), axis=-1)
     n = ordered.shape[-1]
-    cut = int(TRIM * n)
+    cut = int(trim * n)
     kept = ordered[..., cut : n - cut]
     h = kept.shape[-1]
     winsorized = np.clip(ordered, kept[..., :1], kept[..., -1:])
@@ -100,51 +100,51 @@ def trimmed_t(values: Any) -> tuple[Any, Any, Any]:
     return kept.mean(axis=-1), se, h - 1
 
 
-def marginal_p_above(values: Any, bound: float = 0.0) -> Any:
+def marginal_p_above(values: Any, bound: float = 0.0, trim: float = TRIM) -> Any:
     """One-sided p-value of each row's trimmed t against "the mean is at most ``bound``" (small:
     evidence of a mean above it); 1 when the rows have no spread and sit at or below it."""
     import numpy as np
     from scipy.stats import t as student
 
-    mean, se, df = trimmed_t(values)
+    mean, se, df = trimmed_t(values, trim)
     with np.errstate(divide="ignore", invalid="ignore"):
         statistic = np.where(se > 0, (mean - bound) / se, np.where(mean > bound, np.inf, -np.inf))
     return student.sf(statistic, df)
 
 
 @functools.lru_cache(maxsize=16)
-def reference(looks: Looks) -> Any:
-    """The sorted smallest marginal p-value over every look of ``looks``, for
-    ``REFERENCE_PATHS`` sessions of normal paired log ratios with no change (seeded: the same
-    reference every time)."""
+def reference(looks: Looks, trim: float = TRIM) -> Any:
+    """The sorted smallest marginal p-value (of the ``trim`` trimmed t) over every look of
+    ``looks``, for ``REFERENCE_PATHS`` sessions of normal paired log ratios with no change
+    (seeded: the same reference every time)."""
     import numpy as np
 
     rng = np.random.default_rng(REFERENCE_SEED)
     paths = rng.standard_normal((REFERENCE_PATHS, looks.last))
     smallest = np.ones(REFERENCE_PATHS)
     for rounds in range(looks.first, looks.last + 1):
-        smallest = np.minimum(smallest, marginal_p_above(paths[:, :rounds]))
+        smallest = np.minimum(smallest, marginal_p_above(paths[:, :rounds], trim=trim))
     return np.sort(smallest)
 
 
-def sequential_p(marginal: float, looks: Looks) -> float:
-    """The sequential p-value of a look whose marginal p-value is ``marginal`` (module
-    docstring): with one look it is the marginal one."""
+def sequential_p(marginal: float, looks: Looks, trim: float = TRIM) -> float:
+    """The sequential p-value of a look whose marginal p-value (of the ``trim`` trimmed t)
+    is ``marginal`` (module docstring): with one look it is the marginal one."""
     if looks.count == 1:
         return marginal
     import numpy as np
 
-    ordered = reference(looks)
+    ordered = reference(looks, trim)
     at_most = int(np.searchsorted(ordered, marginal, side="right"))
     return (1 + at_most) / (1 + len(ordered))
 
 
-def nominal_level(alpha: float, looks: Looks) -> float:
+def nominal_level(alpha: float, looks: Looks, trim: float = TRIM) -> float:
     """The marginal one-sided level a look must reach for a sequential p-value below
     ``alpha`` (the level that sets a look's interval)."""
     if looks.count == 1:
         return alpha
-    ordered = reference(looks)
+    ordered = reference(looks, trim)
     index = math.floor(alpha * (1 + len(ordered))) - 1
     return float(ordered[index]) if index >= 0 else 0.0
 
@@ -203,11 +203,11 @@ def average_ranks(values: Any) -> Any:
     return below + (equal + 1) / 2
 
 
-def p_above(values: Sequence[float], bound: float, looks: Looks) -> float:
+def p_above(values: Sequence[float], bound: float, looks: Looks, trim: float = TRIM) -> float:
     """A look's p-value against "the change is at most ``bound``": the larger of the
     sequential trimmed t's and the sign flip's (module docstring)."""
     row = [list(values)]
-    sequential = sequential_p(float(marginal_p_above(row, bound)[0]), looks)
+    sequential = sequential_p(float(marginal_p_above(row, bound, trim)[0]), looks, trim)
     return max(sequential, float(flip_p_above(row, bound)[0]))
 
 
@@ -250,11 +250,14 @@ def rounds_to_pass(
 class Paired:
     """A cell's paired log ratios, one a round in round order, and the design's looks;
     ``indices``: the session's round (from 0) of each ratio, where a cell missed rounds (the
-    joint flips of ``timing/maxt.py`` pair the cells of one round); empty: 0, 1, 2, ..."""
+    joint flips of ``timing/maxt.py`` pair the cells of one round); empty: 0, 1, 2, ...;
+    ``trim``: the trimmed t's (0 for ratios of a few distinct values, whose trimmed mean is not
+    their mean: a share's, ``timing/speeds.py``)"""
 
     log_ratios: tuple[float, ...]
     looks: Looks
     indices: tuple[int, ...] = ()
+    trim: float = TRIM
 
     @classmethod
     def of(
@@ -263,6 +266,7 @@ class Paired:
         candidate: Sequence[float],
         looks: Looks,
         indices: Sequence[int] = (),
+        trim: float = TRIM,
     ) -> Paired:
         """From each round's baseline and candidate times (same length, round order)."""
         if len(baseline) != len(candidate):
@@ -275,7 +279,7 @@ class Paired:
         ratios = tuple(math.log(c) - math.log(b) for b, c in zip(baseline, candidate, strict=True))
         if indices and len(indices) != len(ratios):
             raise ValueError(f"{len(indices)} round indices for {len(ratios)} rounds")
-        return cls(ratios, looks, tuple(indices))
+        return cls(ratios, looks, tuple(indices), trim)
 
     @property
     def rounds(self) -> int:
@@ -287,19 +291,19 @@ class Paired:
 
     def p_above(self, bound: float) -> float:
         """p-value against "the change is at most ``bound``" (a log ratio)."""
-        return p_above(self.log_ratios, bound, self.looks)
+        return p_above(self.log_ratios, bound, self.looks, self.trim)
 
     def p_below(self, bound: float) -> float:
         """p-value against "the change is at least ``bound``"."""
-        return p_above([-x for x in self.log_ratios], -bound, self.looks)
+        return p_above([-x for x in self.log_ratios], -bound, self.looks, self.trim)
 
     def interval(self, alpha: float) -> tuple[float, float, float]:
         """(estimate, low, high) of the log ratio: the trimmed mean and the interval whose
         each side misses with probability at most ``alpha / 2`` at any look."""
         from scipy.stats import t as student
 
-        means, errors, df = trimmed_t([self.log_ratios])
+        means, errors, df = trimmed_t([self.log_ratios], self.trim)
         mean, se = float(means[0]), float(errors[0])
-        level = nominal_level(alpha / 2, self.looks)
+        level = nominal_level(alpha / 2, self.looks, self.trim)
         half = float(student.isf(level, df)) * se if level > 0 else math.inf
         return mean, mean - half, mean + half

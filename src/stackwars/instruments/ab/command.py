@@ -184,6 +184,7 @@ def session_of(args: argparse.Namespace) -> ab.Session:
         time_budget_s=args.time_budget,
         memory_budget=default_memory_budget(),
         noise=read_noise(Path(args.noise)) if args.noise else None,
+        find_speeds=bool(args.write_noise),
         duet=args.duet,
         one_look=args.one_look,
     )

@@ -17,16 +17,27 @@ With a gate on memory too (``--fail-memory-above``), each memory measure the tab
 cell is one more test that must pass: the cell is gated only when its rounds can show its time
 and those measures within their limits, all the gated tests together with 80 % probability.
 
+A cell whose workers land at two speeds (``timing/speeds.py``: their times part at a gap) is
+judged within its speeds and by its share of the slow one (``results/speeds.py``); the A/A
+session finds the split and the table keeps it, with the spreads of those two tests, which
+then plan the cell in place of its whole time's spread: a cell of two speeds 1.9x apart spreads
+by tens of percent a round, within its speeds by a few.
+
 File format (``NOISE_FORMAT``), JSON: ``{"format", "machine": {"fingerprint", "cpu_model"},
 "measured" (UTC, ISO 8601), "command", "rounds", "cells": {label: {"rounds", "spread",
-"memory": {measure: spread}}}}``, ``spread`` the standard deviation of a round's paired log
-ratio (candidate over baseline) of the cell's time, ``memory`` the same of each memory measure
-its workers recorded (``results/comparison.py``'s ``MEASURES``: "peak RSS", "device peak").
+"memory": {measure: spread}, "speeds": null or {"ratio", "slow_share", "deviation", "within",
+"share"}}}}``, ``spread`` the standard deviation of a round's paired log ratio (candidate over
+baseline) of the cell's time, ``memory`` the same of each memory measure its workers recorded
+(``results/comparison.py``'s ``MEASURES``: "peak RSS", "device peak"); ``speeds``, for a cell
+split at two speeds: the slow one's time over the fast one's, its share of the workers, a
+worker's robust deviation of log time within its speed, and the spreads of a round's paired
+log ratio within the speeds and of its share ratio.
 
 Format history:
 
 * 1 (2026-11-29): first format (time alone); still read, as a table without memory spreads.
-* 2 (2026-11-29): ``memory``.
+* 2 (2026-11-29): ``memory``; still read, as a table that found no two speeds.
+* 3 (2026-11-30): ``speeds``.
 """
 
 from __future__ import annotations
@@ -36,18 +47,30 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from stackwars.errors import UsageError
 from stackwars.results import metadata
-from stackwars.results.comparison import ComparisonRow
+from stackwars.results.comparison import TIME, ComparisonRow
 from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import now
+from stackwars.results.speeds import SPEED_SHARE, WITHIN_SPEED
 from stackwars.timing.sequential import PLANNING_POWER, Paired, rounds_to_pass
 
-NOISE_FORMAT = 2
-READ_FORMATS = (1, 2)
+NOISE_FORMAT = 3
+READ_FORMATS = (1, 2, 3)
 FEWEST_AA_ROUNDS = 3  # below this a cell's spread is not kept: two rounds barely show one
+
+
+@dataclass(frozen=True)
+class SpeedNoise:
+    """A cell the A/A rounds split at two speeds (module docstring)."""
+
+    ratio: float  # the slow speed's time over the fast one's
+    slow_share: float  # of the workers
+    deviation: float  # a worker's robust deviation of log time within its speed
+    within: float  # standard deviation of a round's paired log ratio within its speeds
+    share: float  # the same of its share ratio (0 or +-log ratio)
 
 
 @dataclass(frozen=True)
@@ -55,6 +78,7 @@ class CellNoise:
     rounds: int  # the A/A rounds its spread comes from
     spread: float  # standard deviation of a round's paired log ratio of its time
     memory: dict[str, float] = field(default_factory=dict)  # the same, per memory measure
+    speeds: SpeedNoise | None = None  # when its workers landed at two speeds
 
 
 @dataclass(frozen=True)
@@ -92,10 +116,24 @@ def noise_of(rows: Iterable[ComparisonRow], rounds: int, command: Sequence[str])
                 if isinstance(change.result.evidence, Paired)
                 and change.result.evidence.rounds >= FEWEST_AA_ROUNDS
             }
-            cells[row.label] = CellNoise(evidence.rounds, _sd(evidence.log_ratios), memory)
+            cells[row.label] = CellNoise(
+                evidence.rounds, _sd(evidence.log_ratios), memory, _speed_noise(row)
+            )
     machine = metadata.machine_info()
     return NoiseTable(_here(), str(machine.get("cpu_model")), now(), list(command), rounds,
                       cells)  # fmt: skip
+
+
+def _speed_noise(row: ComparisonRow) -> SpeedNoise | None:
+    split = row.speeds
+    if split is None:
+        return None
+    within, share = split.within.evidence, split.share.evidence
+    if not isinstance(within, Paired) or not isinstance(share, Paired):
+        return None
+    speeds = split.speeds
+    return SpeedNoise(speeds.ratio, speeds.slow_share, speeds.deviation,
+                      _sd(within.log_ratios), _sd(share.log_ratios))  # fmt: skip
 
 
 def read_noise(path: Path) -> NoiseTable:
@@ -117,9 +155,14 @@ def read_noise(path: Path) -> NoiseTable:
             f"{machine['fingerprint']}; this one is {here}): noise is one machine's; write "
             "this one's with 'stackwars ab --write-noise FILE -- RUN_OPTIONS'"
         )
-    cells = {label: CellNoise(**noise) for label, noise in data["cells"].items()}
+    cells = {label: _cell_noise(noise) for label, noise in data["cells"].items()}
     return NoiseTable(machine["fingerprint"], machine["cpu_model"], data["measured"],
                       data["command"], data["rounds"], cells)  # fmt: skip
+
+
+def _cell_noise(data: dict[str, Any]) -> CellNoise:
+    speeds = data.get("speeds")
+    return CellNoise(**{**data, "speeds": SpeedNoise(**speeds) if speeds else None})
 
 
 class Demand(NamedTuple):
@@ -155,8 +198,9 @@ def triage(
 
     def tests(cells: Iterable[str]) -> int:
         """The tests that must pass together when ``cells`` are gated beside the unknown."""
-        memory = memory_limit_pct is not None
-        return len(unknown) + sum(1 + memory * len(table.cells[label].memory) for label in cells)
+        return len(unknown) + sum(
+            len(_measures(table.cells[label], pass_limit_pct, memory_limit_pct)) for label in cells
+        )
 
     gated = len(known)
     while gated and _needed(known[gated - 1][0], alpha, tests(_labels(known[:gated]))) > rounds:
@@ -179,18 +223,33 @@ def _labels(known: Sequence[tuple[Demand, str]]) -> list[str]:
 
 
 def _spread_of(demand: Demand) -> str:
-    measure = "" if demand.what == "time" else f"its {demand.what}: "
+    measure = "" if demand.what == TIME else f"its {demand.what}: "
     return f"{measure}a round's paired spread {demand.spread * 100:.1f}%"
 
 
 def _demand(noise: CellNoise, pass_limit_pct: float, memory_limit_pct: float | None) -> Demand:
     """The measure of ``noise`` hardest to show within its limit (time, or a memory measure
     when memory is gated)."""
-    measures = [("time", noise.spread, pass_limit_pct)]
-    if memory_limit_pct is not None:
-        measures += [(what, spread, memory_limit_pct) for what, spread in noise.memory.items()]
+    measures = _measures(noise, pass_limit_pct, memory_limit_pct)
     return max(Demand(spread / math.log1p(limit / 100), what, spread, limit)
                for what, spread, limit in measures)  # fmt: skip
+
+
+def _measures(
+    noise: CellNoise, pass_limit_pct: float, memory_limit_pct: float | None
+) -> list[tuple[str, float, float]]:
+    """The tests a gated cell must pass: each one's name, spread and limit (its time's, or
+    for a cell of two speeds its time within them and its slow share's; each memory measure's
+    when memory is gated)."""
+    speeds = noise.speeds
+    if speeds is None:
+        measures = [(TIME, noise.spread, pass_limit_pct)]
+    else:
+        measures = [(WITHIN_SPEED, speeds.within, pass_limit_pct),
+                    (SPEED_SHARE, speeds.share, pass_limit_pct)]  # fmt: skip
+    if memory_limit_pct is not None:
+        measures += [(what, spread, memory_limit_pct) for what, spread in noise.memory.items()]
+    return measures
 
 
 def _needed(demand: Demand, alpha: float, tests: int) -> int:

@@ -53,7 +53,9 @@ from stackwars.results.comparison import (
     ComparisonRow,
     Gate,
     compare_rounds,
+    label,
 )
+from stackwars.results.schema import Cell
 from stackwars.results.verdict import Verdict, verdict_of
 from stackwars.runner.child import Interpreter, Limits
 from stackwars.service import api
@@ -93,6 +95,9 @@ class Session:
     # This machine's noise (ab/data.py): the cells it says the session cannot decide are not
     # gated in this job; None: every cell is gated.
     noise: NoiseTable | None = None
+    # Split every cell at its two speeds where its times part (an A/A session writing the
+    # noise table: results/speeds.py); otherwise the cells the noise table found split are.
+    find_speeds: bool = False
     # Look once, where the budget ends the rounds, at most after max_rounds (one_look_at).
     one_look: bool = False
     # Both sides' rounds at once, each pinned to a core of its own (which side on which drawn
@@ -373,7 +378,19 @@ def compare_files(files: dict[str, list[Path]], session: Session) -> list[Compar
     base = [api.read_run_file(path).cells for path in files["baseline"][:rounds]]
     cand = [api.read_run_file(path).cells for path in files["candidate"][:rounds]]
     gate = session.gate
-    return compare_rounds(base, cand, session.threshold, session.looks, gate.alpha)
+    return compare_rounds(base, cand, session.threshold, session.looks, gate.alpha,
+                          split=speeds_to_split(session, base))  # fmt: skip
+
+
+def speeds_to_split(session: Session, rounds: list[list[Cell]]) -> dict[str, float | None]:
+    """The cells to split at their two speeds (results/speeds.py), each with a worker's
+    deviation within a speed that the noise table measured (None: the session's own)."""
+    if session.find_speeds:
+        return {label(cell): None for cells in rounds for cell in cells}
+    if session.noise is None:
+        return {}
+    cells = session.noise.cells.items()
+    return {name: noise.speeds.deviation for name, noise in cells if noise.speeds is not None}
 
 
 def _remember_failures(outcome: Outcome, session: Session) -> None:

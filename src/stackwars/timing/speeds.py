@@ -1,0 +1,102 @@
+"""Cells whose processes land at one of two speeds (issue 54, item 4): split by their own
+times, judged within their speeds, and the share of slow processes judged apart.
+
+Some cells run at one of two speeds in a fresh process (numpy's two-thread GEMM at 1.35 or
+2.0 ms; jax:jit SELU 2000² with 61-69 or 3,380-3,910 page faults a call), which process is
+which drawn by the machine. A round's paired log ratio of such a cell is near 0 when both
+workers land at one speed and near +-log(ratio) when they do not, so its spread is the speeds'
+and no session of a CI job's rounds can show the cell within 10 %. Split, a worker's log time
+is its speed's level plus its deviation within that speed; the round's log ratio is the sum of
+
+* the **within-speed** ratio, ``deviation(candidate) - deviation(baseline)``: what a change to
+  the code does to either speed, with the spread of one speed (2 % where the speeds are 1.9x
+  apart), and
+* the **share** ratio, ``level(candidate) - level(baseline)`` (0, or +-log(ratio)): its mean
+  is the time a change in the share of slow processes adds, a mean over three values, whose
+  trimmed mean is not the mean (``Paired``'s ``trim`` 0).
+
+Where the speeds part (``split``): the pooled log times of both sides, sorted, are cut at
+their largest gap that leaves each speed at least ``SMALLEST_SHARE`` of the workers
+(``FEWEST_PER_SPEED`` at least); the cut is a split when the gap is more than
+``SPLIT_DEVIATIONS`` robust deviations (1.4826 x the median absolute deviation) of a worker
+within its speed: the wider speed's in the pooled times, or a deviation measured before (an
+A/A session's, which a change cannot widen: a candidate 20 % slower in both speeds widens
+each pooled speed by its shift). Each speed's level is the median of its workers.
+
+Validity: the split, the levels and so both ratios are functions of the pooled times, which
+swapping the two workers of any rounds leaves as they are; so under no change (the workers of
+a round exchangeable, their order drawn) each ratio stays as likely negative as positive, and
+the joint sign flips of ``timing/maxt.py`` stay exact, however the split fell.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+SPLIT_DEVIATIONS = 4.0
+SMALLEST_SHARE = 0.1
+FEWEST_PER_SPEED = 3
+ROBUST_SD = 1.4826  # a normal spread's standard deviation over its median absolute deviation
+
+
+@dataclass(frozen=True)
+class Speeds:
+    """A cell's two speeds: the log time that parts them, and each one's level (the median
+    log time of its workers) and share of the workers."""
+
+    boundary: float
+    fast: float
+    slow: float
+    slow_share: float
+    deviation: float  # a worker's robust deviation of log time within its speed
+
+    @property
+    def ratio(self) -> float:
+        """The slow speed's time over the fast one's."""
+        return math.exp(self.slow - self.fast)
+
+    def level(self, log_time: float) -> float:
+        return self.slow if log_time > self.boundary else self.fast
+
+    def describe(self) -> str:
+        return (
+            f"two speeds {math.exp(self.slow - self.fast):.2f}x apart, {self.slow_share:.0%} "
+            f"of the workers slow"
+        )
+
+
+def split(log_times: Sequence[float], deviation: float | None = None) -> Speeds | None:
+    """The two speeds of ``log_times`` (module docstring), ``deviation`` a worker's robust
+    deviation within its speed measured before (None: the pooled speeds' own); None when they
+    do not part."""
+    ordered = sorted(log_times)
+    n = len(ordered)
+    least = max(FEWEST_PER_SPEED, math.ceil(SMALLEST_SHARE * n))
+    if n < 2 * least:
+        return None
+    gap, at = max((ordered[k] - ordered[k - 1], k) for k in range(least, n - least + 1))
+    fast, slow = ordered[:at], ordered[at:]
+    within = max(_deviation(fast), _deviation(slow)) if deviation is None else deviation
+    if gap <= SPLIT_DEVIATIONS * within:
+        return None
+    boundary = (ordered[at - 1] + ordered[at]) / 2
+    return Speeds(boundary, statistics.median(fast), statistics.median(slow), len(slow) / n,
+                  within)  # fmt: skip
+
+
+def _deviation(values: Sequence[float]) -> float:
+    centre = statistics.median(values)
+    return ROBUST_SD * statistics.median(abs(x - centre) for x in values)
+
+
+def within_speed(speeds: Speeds, times: Sequence[float]) -> list[float]:
+    """Each time over its speed's level: what is left of it within its speed."""
+    return [math.exp(math.log(t) - speeds.level(math.log(t))) for t in times]
+
+
+def speed_levels(speeds: Speeds, times: Sequence[float]) -> list[float]:
+    """Each time's speed level (a time): what its speed alone makes it."""
+    return [math.exp(speeds.level(math.log(t))) for t in times]
