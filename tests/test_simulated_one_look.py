@@ -35,11 +35,11 @@ def test_each_model_spreads_its_cells_as_its_docstring_says() -> None:
     sim = simulation()
     rng = random.Random(1)
     rounds = [sim["round_of"]("iid", 6)(rng) for _ in range(2000)]
-    spreads = [statistics.stdev(r[cell] for r in rounds) for cell in range(6)]
+    spreads = [statistics.stdev(r[cell][1] - r[cell][0] for r in rounds) for cell in range(6)]
     # A pair's ratio spreads sqrt(2) times one worker's: 2, 5, 10 % in turn.
     for cell, expected in enumerate([0.02, 0.05, 0.10] * 2):
         assert math.isclose(spreads[cell], expected * math.sqrt(2), rel_tol=0.1)
-    two_speed = [sim["round_of"]("two-speed", 3)(rng)[2] for _ in range(2000)]
+    two_speed = [b - a for a, b in (sim["round_of"]("two-speed", 3)(rng)[2] for _ in range(2000))]
     assert max(two_speed) > math.log(1.9) * 0.9 and min(two_speed) < -math.log(1.9) * 0.9
 
 

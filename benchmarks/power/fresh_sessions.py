@@ -14,6 +14,7 @@
     python benchmarks/power/fresh_sessions.py redecide --out DIR
     python benchmarks/power/fresh_sessions.py redecide-recipe --out DIR -- NOISE.json
     python benchmarks/power/fresh_sessions.py spread-alone --out DIR
+    python benchmarks/power/fresh_sessions.py whole --out DIR --kind two-speed -- NOISE.json
     python benchmarks/power/fresh_sessions.py summarise --out DIR --kind recipe [--into FILE]
     python benchmarks/power/fresh_sessions.py summarise --out DIR --kind separate [--into FILE]
     python benchmarks/power/fresh_sessions.py sessions ... -- AB_OPTIONS [-- RUN_OPTIONS]
@@ -39,7 +40,13 @@ sessions already there):
   a cell of its own (``injected/sitecustomize.py``, on the candidate's ``PYTHONPATH``);
 * ``separate``: docs/ci.md's "Two separate runs": the twelve cells run ``--repeat 3`` in the
   baseline environment, then in the candidate's, then ``stackwars compare`` with the same gate
-  (the run-to-run term its default); the session's time is written into its compare.json.
+  (the run-to-run term its default); the session's time is written into its compare.json;
+* ``two-speed`` and ``two-speed-ab``: cells of two speeds (numpy's GEMM 256² and 512² with
+  two threads, whose processes land at one of two speeds here), one look after 40 rounds, the
+  gate on time alone, with a noise table given as ``-- --noise FILE`` (an A/A session with
+  ``-- --write-noise FILE`` writes one); the A/B's candidate 10 % slower in both
+  (``TWO_SPEED_INJECTED``). ``whole`` decides each such session again from its rounds without
+  the split (each cell by its whole time), beside what the session decided.
 
 ``campaign`` runs the recipe's A/A and A/B sessions in turn until ``--until``, adding each
 to its kind's summary in the ``--into`` folder as it ends (the campaign spans sittings, each on
@@ -104,6 +111,15 @@ INJECTING = [
     "--candidate-env", f"STACKWARS_INJECT={json.dumps(INJECTED)}",
 ]  # fmt: skip
 RECIPES = ("recipe", "recipe-ab")
+TWO_SPEED_RUN = ["--workload", "gemm", "--param", "n=256,512", "--stacks", "numpy",
+                 "--threads", "2"]  # fmt: skip
+TWO_SPEED_AB = ["--one-look", "--max-rounds", "40"]
+TWO_SPEED_INJECTED = {"gemm numpy:eager": {"factor": 1.1}}
+TWO_SPEED_INJECTING = [
+    "--candidate-env", f"PYTHONPATH={HERE / 'injected'}",
+    "--candidate-env", f"STACKWARS_INJECT={json.dumps(TWO_SPEED_INJECTED)}",
+]  # fmt: skip
+TIME_GATED = (*RECIPES, "two-speed", "two-speed-ab")  # the gate on time alone
 # The fresh sessions issue 54 asks of the recipe, A/A and A/B; a session's wall time at most
 # (the recipe's 900 s budget, its workers' start and its last round).
 CAMPAIGN = {"recipe": 20, "recipe-ab": 12}
@@ -112,11 +128,14 @@ SUMMARY_FORMAT = 3  # of ``summarise``'s output (its docstring has the history)
 KINDS = {
     "aa": CELLS, "ab": CELLS, "quick": ["--suite", "quick"], "separate": CELLS,
     "quick-one-thread": ONE_THREAD, "quick-duet": ONE_THREAD, "recipe": RECIPE_RUN,
-    "recipe-ab": RECIPE_RUN,
+    "recipe-ab": RECIPE_RUN, "two-speed": TWO_SPEED_RUN, "two-speed-ab": TWO_SPEED_RUN,
 }  # fmt: skip
 # The ab options a kind adds to the gate's (issue 54's cheap rounds: the same recipe with one
 # thread a worker, then both sides at once on a core each; the recipe).
-AB_OPTIONS = {"quick-duet": ["--duet"], "recipe": RECIPE_AB, "recipe-ab": RECIPE_AB + INJECTING}
+AB_OPTIONS = {
+    "quick-duet": ["--duet"], "recipe": RECIPE_AB, "recipe-ab": RECIPE_AB + INJECTING,
+    "two-speed": TWO_SPEED_AB, "two-speed-ab": TWO_SPEED_AB + TWO_SPEED_INJECTING,
+}  # fmt: skip
 # docs/ci.md's "Two separate runs": each side one run of three workers a cell, in its own
 # environment, one after the other, compared with its default run-to-run term.
 SEPARATE_REPEAT = ["--repeat", "3"]
@@ -143,7 +162,7 @@ def session(venvs: Path, kind: str, folder: Path, extra: list[str]) -> dict[str,
     in place of the kind's cells); its compare.json, with the exit status it ended with."""
     argv = [str(python_of(venvs, "candidate")), "-m", "stackwars", "ab"]
     argv += ["--baseline-python", str(python_of(venvs, "baseline"))]
-    argv += RECIPE_GATE if kind in RECIPES else GATE
+    argv += RECIPE_GATE if kind in TIME_GATED else GATE
     argv += SLOWED if kind == "ab" else []
     argv += AB_OPTIONS.get(kind, [])
     argv += ["--out", str(folder / "rounds"), "--json", str(folder / "compare.json")]
@@ -472,7 +491,7 @@ def summarise(out: Path, kind: str, into: Path | None = None) -> None:
     workers' steady medians per cell and side (``medians``) and its outcome without the
     stacks' levels (``spread_alone``, where ``spread-alone`` wrote it)."""
     found = [_summary_of(folder) for folder in sorted((out / kind).glob("*/compare.json"))]
-    changes = INJECTED if kind == "recipe-ab" else {}
+    changes = {"recipe-ab": INJECTED, "two-speed-ab": TWO_SPEED_INJECTED}.get(kind, {})
     summary = {"format": SUMMARY_FORMAT, "kind": kind, "injected": changes, "sessions": found}
     if into is None:
         print(json.dumps(summary, indent=1))
@@ -518,11 +537,58 @@ def _summary_of(folder: Path) -> dict[str, Any]:
     alone = folder.parent / "spread-alone.json"
     if alone.is_file():  # decided without the stacks' levels (spread_alone)
         session["spread_alone"] = json.loads(alone.read_text(encoding="utf-8"))
+    whole = folder.parent / "whole.json"
+    if whole.is_file():  # decided without the split at two speeds (whole)
+        session["whole"] = json.loads(whole.read_text(encoding="utf-8"))
+    if data["rows"] and any(row.get("speeds") for row in data["rows"]):
+        session["speeds"] = {row["cell"]: _speeds_of(row) for row in data["rows"] if row["speeds"]}
     again = folder.parent / "redecided.json"
     if again.is_file():  # decided again (redecide_recipe, redecide_separate)
         session["as_run"] = {key: session[key] for key in ("outcome", "exit", "cells")}
         session |= json.loads(again.read_text(encoding="utf-8"))
     return session
+
+
+def _speeds_of(row: dict[str, Any]) -> dict[str, Any]:
+    """A split cell's speeds and its two tests' ratios and intervals (compare.json's)."""
+    speeds = row["speeds"]
+    parts = {
+        what: {key: speeds[what][key] for key in ("ratio", "ci_low", "ci_high", "verdict")}
+        for what in ("within", "share")
+    }
+    ratio = math.exp(speeds["speeds"]["slow"] - speeds["speeds"]["fast"])
+    return {"ratio": ratio, "slow_share": speeds["speeds"]["slow_share"], **parts}
+
+
+def whole(out: Path, kind: str, noise: Path) -> None:
+    """Each ``two-speed`` or ``two-speed-ab`` session under ``out`` decided again from its
+    rounds with each cell judged by its whole time: its noise table without the split (the
+    rule before 2026-11-30). Writes each session's ``whole.json``."""
+    from dataclasses import replace
+
+    from stackwars.instruments.ab import service as ab
+    from stackwars.instruments.ab.data import read_noise
+    from stackwars.results.verdict import gate_settings, verdict_of
+
+    gate = gate_settings(fail_above=5.0)
+    table = read_noise(noise)
+    unsplit = replace(table, cells={k: replace(c, speeds=None) for k, c in table.cells.items()})
+    for folder in sorted((out / kind).glob("*/rounds")):
+        files = {side: sorted(folder.glob(f"{side}-[0-9][0-9].json")) for side in SIDES}
+        kept = min(len(paths) for paths in files.values())
+        session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), folder, gate=gate,
+                             min_rounds=kept, max_rounds=kept, noise=unsplit,
+                             one_look=True)  # fmt: skip
+        rows = ab.compare_files({side: paths[:kept] for side, paths in files.items()}, session)
+        verdict = verdict_of(rows, gate, session.describe_looks(),
+                             not_gated=ab.not_gated(rows, session),
+                             aa_spreads=ab.aa_spreads(session))  # fmt: skip
+        answer = {
+            "outcome": verdict.outcome,
+            "states": {row.label: state for row, state in zip(rows, verdict.states, strict=True)},
+        }
+        (folder.parent / "whole.json").write_text(json.dumps(answer), encoding="utf-8")
+        print(f"{folder.parent.name}: {answer['outcome']} {answer['states']}")
 
 
 def _worker_medians(folder: Path) -> dict[str, dict[str, list[float]]]:
@@ -552,6 +618,7 @@ def main() -> int:
             "redecide",
             "redecide-recipe",
             "spread-alone",
+            "whole",
             "summarise",
         ),
     )
@@ -592,6 +659,8 @@ def main() -> int:
         redecide_recipe(args.out, Path(extra[0]))
     elif args.action == "spread-alone":
         spread_alone(args.out)
+    elif args.action == "whole":
+        whole(args.out, args.kind, Path(extra[0]))
     elif args.action == "summarise":
         summarise(args.out, args.kind, args.into)
     else:

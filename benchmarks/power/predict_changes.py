@@ -24,11 +24,12 @@ import math
 import random
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from stackwars.instruments.ab.data import NoiseTable, read_noise, triage
 from stackwars.results.comparison import FAIL, PASSED, ComparisonRow, GateVerdict, decide
+from stackwars.results.speeds import speed_split
 from stackwars.results.verdict import gate_settings
 from stackwars.timing.compare import compare_paired
 from stackwars.timing.sequential import Looks
@@ -60,9 +61,9 @@ def simulate(out: Path, aa: Path, noise_path: Path, rounds: int | None) -> None:
     others_failed = 0
     for _ in range(SESSIONS):
         drawn = [[sign * x for x in rng.choice(pool)] for sign in _signs(rng, rounds)]
-        outcome = decided(drawn).outcome
+        outcome = decided(_as_pairs(drawn)).outcome
         aa_outcomes[outcome] = aa_outcomes.get(outcome, 0) + 1
-        states = decided(_changed(drawn, INJECTED, column, rng)).states
+        states = decided(_as_pairs(_changed(drawn, INJECTED, column, rng))).states
         for key, index in column.items():
             tally[key]["fail"] += states[index] == FAIL
             tally[key]["pass"] += states[index] == PASSED
@@ -93,6 +94,12 @@ def _changed(
     return rounds
 
 
+def _as_pairs(drawn: list[list[float]]) -> list[list[Pair]]:
+    """Rounds of paired log ratios as log times: each ratio's baseline at 0 (the A/A rounds
+    keep ratios alone; the recipe's noise table split no cell)."""
+    return [[(0.0, x) for x in ratios] for ratios in drawn]
+
+
 def _signs(rng: random.Random, rounds: int) -> list[int]:
     """Each drawn round's sign: a round of unchanged code is as likely turned round (which
     side is which), as ab's draw of the first side makes it; flipping the cells of a round
@@ -110,29 +117,40 @@ def _label_of(key: str, labels: list[str]) -> str:
     return found[0]
 
 
+Pair = tuple[float, float]  # a cell's baseline and candidate log time in one round
+
+
 def one_look_decision(
     noise: NoiseTable, labels: list[str], rounds: int
-) -> Callable[[list[list[float]]], GateVerdict]:
+) -> Callable[[list[list[Pair]]], GateVerdict]:
     """How ab decides a session of ``rounds`` rounds of cells ``labels`` at its one look with
-    docs/ci.md's gate and noise table ``noise`` (its triage and A/A spreads, made once): from
-    each round's paired log ratios, one per cell in ``labels``' order."""
+    docs/ci.md's gate and noise table ``noise`` (its triage, A/A spreads and cells of two
+    speeds, made once): from each round's log times, one pair per cell in ``labels``' order."""
     gate = gate_settings(fail_above=5.0)
     ungated = triage(noise, labels, gate.time_pass_limit or 0.0, gate.alpha, rounds)
     spreads = {label: cell.spread for label, cell in noise.cells.items()}
+    split = {label: cell.speeds.deviation for label, cell in noise.cells.items() if cell.speeds}
 
-    def decided(drawn: list[list[float]]) -> GateVerdict:
-        rows = [one_look_row(label, [r[i] for r in drawn]) for i, label in enumerate(labels)]
+    def decided(drawn: list[list[Pair]]) -> GateVerdict:
+        rows = [one_look_row(label, [r[i] for r in drawn], split) for i, label in enumerate(labels)]
         return decide(rows, gate, not_gated=ungated, aa_spreads=spreads)
 
     return decided
 
 
-def one_look_row(label: str, log_ratios: list[float]) -> ComparisonRow:
-    """A cell of a one-look session whose rounds' paired log ratios are ``log_ratios``."""
-    n = len(log_ratios)
-    candidate = [math.exp(x) for x in log_ratios]
-    result = compare_paired([1.0] * n, candidate, Looks(n, n), threshold=0.05)
-    return ComparisonRow(label, 1.0, 1.0, result)
+def one_look_row(label: str, pairs: list[Pair], split: Mapping[str, float | None]) -> ComparisonRow:
+    """A cell of a one-look session whose rounds' log times are ``pairs``, split at its two
+    speeds (with that within-speed deviation) when ``split`` names it, as compare_rounds
+    splits it."""
+    n = len(pairs)
+    base, cand = [math.exp(b) for b, _ in pairs], [math.exp(c) for _, c in pairs]
+    looks = Looks(n, n)
+    result = compare_paired(base, cand, looks, threshold=0.05)
+    speeds = None
+    if label in split:
+        speeds = speed_split(base, cand, looks, threshold=0.05, alpha=0.05,
+                             deviation=split[label])  # fmt: skip
+    return ComparisonRow(label, 1.0, 1.0, result, speeds=speeds)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ noise models of issue 54's "Done when".
     python benchmarks/power/simulated_one_look.py OUT.json [--sessions N] [--seed S]
     python benchmarks/power/simulated_one_look.py --render OUT.json
 
-A session is ``rounds`` rounds of ``cells`` cells; each round gives each cell one paired log
-ratio, log(candidate) - log(baseline) of its two workers' times, drawn from a noise model:
+A session is ``rounds`` rounds of ``cells`` cells; each round gives each cell its two workers'
+log times (baseline, candidate), drawn from a noise model:
 
 * ``iid``: each worker's log time normal, its spread cycling 2, 5 and 10 % over the cells;
 * ``bursts``: ``iid``, plus a round effect shared by both sides (10 %), a burst in one round
@@ -16,10 +16,12 @@ ratio, log(candidate) - log(baseline) of its two workers' times, drawn from a no
 * ``two-speed``: ``bursts``, every third cell's workers at two speeds (slow with probability
   0.3, by 1.9x or 4x in turn, 2 % within a speed).
 
-Each model's noise table comes as the nightly step writes one: the cells' paired spreads over
-60 A/A rounds of the same model (``NOISE_ROUNDS``). Each session is decided as ab decides at
-its one look (``results/comparison.py``'s ``decide`` with docs/ci.md's gate, ``--fail-above
-5``, pass limit 10 %; the noise table's triage; its spreads for the slow-round rule). Per
+Each model's noise table comes as the nightly step writes one (``noise_of``): the cells' paired
+spreads over 60 A/A rounds of the same model (``NOISE_ROUNDS``), the cells whose times part at
+two speeds split (``results/speeds.py``). Each session is decided as ab decides at its one
+look (``results/comparison.py``'s ``decide`` with docs/ci.md's gate, ``--fail-above 5``, pass
+limit 10 %; the noise table's triage; its spreads for the slow-round rule; its split cells
+judged within their speeds and by their slow share). Per
 model, cells and rounds: A/A sessions and their outcomes (a failed one is a false fail);
 sessions with one cell at +10 %, the pass limit, that cell drawn in turn (it passing is a
 false pass; the session passing with that cell gated is one at the level users see); and one
@@ -27,7 +29,9 @@ cell 4x slow in the smallest share of the candidate's processes that the session
 see, 1 - 0.05^(1/rounds) (docs/gate.md, "A share of slow processes": a pass of it is a false
 pass too; a smaller share is one the rule does not promise to see).
 
-Format history (``FORMAT``): 1 (2026-11-30) first.
+Format history (``FORMAT``): 1 (2026-11-30) first. The same format holds the runs from
+2026-11-30 on whose two-speed cells were split at their speeds (the noise table's, issue 54).
+The rendering adds how often the changed cell failed (each class's tallies held it).
 """
 
 from __future__ import annotations
@@ -36,14 +40,14 @@ import argparse
 import json
 import math
 import random
-import statistics
 import sys
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from stackwars.instruments.ab.data import CellNoise, NoiseTable, triage
+from stackwars.instruments.ab.data import NoiseTable, noise_of, triage
 from stackwars.results.comparison import FAIL, PASSED, GateVerdict
 
 FORMAT = 1
@@ -56,8 +60,9 @@ SLOW_PROCESS = 4.0  # the factor of a share of the candidate's processes
 DESIGNS = [(model, cells, rounds) for model in ("iid", "bursts", "two-speed")
            for cells in (12, 30) for rounds in (12, 52)]  # fmt: skip
 
-Round = Callable[[random.Random], list[float]]  # one round's paired log ratios
-Change = Callable[[random.Random, int], float]  # what a change adds to a cell's ratio a round
+Pair = tuple[float, float]  # a cell's baseline and candidate log time in one round
+Round = Callable[[random.Random], list[Pair]]  # one round's cells
+Change = Callable[[random.Random, int], float]  # what a change adds to a cell's candidate
 
 
 def two_speed(cell: int, model: str) -> float | None:
@@ -77,9 +82,9 @@ def worker(rng: random.Random, cell: int, model: str) -> float:
 
 
 def round_of(model: str, cells: int) -> Round:
-    """The rounds of ``model``: each cell's candidate log time minus its baseline's."""
+    """The rounds of ``model``: each cell's baseline and candidate log time."""
 
-    def draw(rng: random.Random) -> list[float]:
+    def draw(rng: random.Random) -> list[Pair]:
         shared = [0.0, 0.0]  # baseline, candidate
         if model != "iid":
             effect = rng.gauss(0, ROUND_EFFECT)
@@ -88,7 +93,7 @@ def round_of(model: str, cells: int) -> Round:
                 shared[rng.randrange(2)] += BURST
             shared[rng.randrange(2)] += ORDER  # the side that went second
         return [
-            (shared[1] + worker(rng, cell, model)) - (shared[0] + worker(rng, cell, model))
+            (shared[0] + worker(rng, cell, model), shared[1] + worker(rng, cell, model))
             for cell in range(cells)
         ]
 
@@ -100,17 +105,19 @@ def labels_of(cells: int) -> list[str]:
 
 
 def noise_table(draw: Round, cells: int, rng: random.Random) -> NoiseTable:
-    """The table the nightly A/A step would write: each cell's paired spread over
-    ``NOISE_ROUNDS`` rounds."""
+    """The table the nightly A/A step would write (``noise_of``, every cell split at its two
+    speeds where its times part): each cell's paired spreads over ``NOISE_ROUNDS`` rounds."""
+    from predict_changes import one_look_row  # beside this script, run as one
+
     rounds = [draw(rng) for _ in range(NOISE_ROUNDS)]
-    spreads = {
-        label: CellNoise(NOISE_ROUNDS, statistics.stdev(r[index] for r in rounds))
-        for index, label in enumerate(labels_of(cells))
-    }
-    return NoiseTable("simulated", "simulated", "simulated", [], NOISE_ROUNDS, spreads)
+    labels = labels_of(cells)
+    every = dict.fromkeys(labels)
+    rows = [one_look_row(label, [r[i] for r in rounds], every) for i, label in enumerate(labels)]
+    measured = noise_of(rows, NOISE_ROUNDS, [])
+    return replace(measured, fingerprint="simulated", cpu_model="simulated", measured="simulated")
 
 
-def judge(table: NoiseTable, rounds: int) -> Callable[[list[list[float]]], GateVerdict]:
+def judge(table: NoiseTable, rounds: int) -> Callable[[list[list[Pair]]], GateVerdict]:
     """The decision of a session of ``rounds`` rounds with noise table ``table``, as ab
     decides at its one look."""
     from predict_changes import one_look_decision  # beside this script, run as one
@@ -118,9 +125,13 @@ def judge(table: NoiseTable, rounds: int) -> Callable[[list[list[float]]], GateV
     return one_look_decision(table, labels_of(len(table.cells)), rounds)
 
 
-def session(draw: Round, rounds: int, rng: random.Random, change: Change) -> list[list[float]]:
-    """One session's rounds, ``change(rng, cell)`` added to each cell's ratio each round."""
-    return [[x + change(rng, cell) for cell, x in enumerate(draw(rng))] for _ in range(rounds)]
+def session(draw: Round, rounds: int, rng: random.Random, change: Change) -> list[list[Pair]]:
+    """One session's rounds, ``change(rng, cell)`` added to each cell's candidate log time
+    each round."""
+    return [
+        [(base, cand + change(rng, cell)) for cell, (base, cand) in enumerate(draw(rng))]
+        for _ in range(rounds)
+    ]
 
 
 def noise_class(cell: int, model: str) -> str:
@@ -168,7 +179,8 @@ def unchanged(rng: random.Random, cell: int) -> float:
 
 
 def shifted(cell: int, log_change: float, share: float) -> Change:
-    """A change of ``log_change`` to ``cell``'s ratio, in each round with probability ``share``."""
+    """A change of ``log_change`` to ``cell``'s candidate, in each round with probability
+    ``share``."""
 
     def change(rng: random.Random, at: int) -> float:
         return log_change if at == cell and rng.random() < share else 0.0
@@ -213,17 +225,20 @@ def render(data: dict[str, Any]) -> str:
         f"one cell at +{data['limit']:.0%} (the pass limit) and sessions with one cell "
         f"{SLOW_PROCESS:g}x slow in the smallest share of the candidate's processes its rounds "
         "can see (1 - 0.05^(1/rounds)), the changed cell drawn in turn; a passed changed cell "
-        "is a false pass.",
+        "is a false pass; how often the cell at the pass limit was failed, and when it was a "
+        "cell of two speeds.",
         "",
         "| noise | cells | rounds | not gated | A/A: pass, fail, underpowered | false fail "
         f"(95 % upper) | +{data['limit']:.0%} cell passed | +{data['limit']:.0%}: session "
-        f"passed with it gated | share {SLOW_PROCESS:g}x | {SLOW_PROCESS:g}x cell passed |",
-        "| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        f"passed with it gated | +{data['limit']:.0%} cell failed | +{data['limit']:.0%} "
+        f"two-speed cell failed | share {SLOW_PROCESS:g}x | {SLOW_PROCESS:g}x cell passed |",
+        "| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for found in data["designs"]:
         aa, n = found["aa"], found["sessions"]
         fails = aa.get("fail", 0)
         at_limit, shares = _totals(found["at_limit"]), _totals(found["share"])
+        two_speed = _totals(found["at_limit"], "two-speed")
         ungated = Counter(found["not_gated"])
         lines.append(
             f"| {found['model']} | {found['cells']} | {found['rounds']} | "
@@ -231,15 +246,19 @@ def render(data: dict[str, Any]) -> str:
             f"{aa.get('pass', 0)}, {fails}, {aa.get('underpowered', 0)} | "
             f"{fails / n:.1%} ({wilson_upper(fails, n):.1%}) | "
             f"{_share(at_limit, 'cell passed')} | {_share(at_limit, 'session passed')} | "
+            f"{_share(at_limit, 'cell failed')} | "
+            f"{_share(two_speed, 'cell failed') if two_speed else '–'} | "
             f"{found['slow_share']:.1%} | {_share(shares, 'cell passed')} |"
         )
     return "\n".join(lines) + "\n"
 
 
-def _totals(by_class: dict[str, dict[str, int]]) -> Counter[str]:
+def _totals(by_class: dict[str, dict[str, int]], prefix: str = "") -> Counter[str]:
+    """The tallies of the noise classes whose name starts with ``prefix``, added up."""
     total: Counter[str] = Counter()
-    for tally in by_class.values():
-        total.update(tally)
+    for name, tally in by_class.items():
+        if name.startswith(prefix):
+            total.update(tally)
     return total
 
 
