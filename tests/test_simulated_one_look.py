@@ -79,3 +79,15 @@ def test_nonsense_is_refused_in_one_line_naming_the_fix(
         with pytest.raises(SystemExit):
             main(argv)
         assert fix in capsys.readouterr().err
+
+
+def test_the_two_speed_cells_are_split_in_the_noise_table_and_a_change_within_fails() -> None:
+    sim = simulation()
+    rng = random.Random(4)
+    draw = sim["round_of"]("two-speed", 6)
+    table = sim["noise_table"](draw, 6, rng)
+    # The 4x cell parts; the 1.9x one only where its round effects (10 %) leave a gap.
+    split = [label for label, cell in table.cells.items() if cell.speeds]
+    assert "cell05" in split and set(split) <= {"cell02", "cell05"}
+    drawn = sim["session"](draw, 52, rng, sim["shifted"](5, math.log(1.1), 1.0))
+    assert sim["judge"](table, 52)(drawn).states[5] == "fail"

@@ -38,7 +38,7 @@ from stackwars.results.speeds import SPEED_SHARE, WITHIN_SPEED
 from stackwars.results.verdict import verdict_of
 from stackwars.runner.child import Interpreter
 from stackwars.timing.sequential import Looks
-from stackwars.timing.speeds import split
+from stackwars.timing.speeds import SPLIT_DEVIATIONS, Known, split, widest_gap
 from test_gate import COMPARISON_SCHEMA
 
 GATE = Gate(fail_above=5)
@@ -78,6 +78,15 @@ def test_times_at_two_speeds_part_and_one_speed_or_a_continuum_does_not() -> Non
     assert split(few_slow) is None  # a speed needs a tenth of the workers
 
 
+def test_the_widest_gap_says_how_far_a_cell_fell_short_of_a_split() -> None:
+    rng = random.Random(9)
+    one = [rng.gauss(0, 0.05) for _ in range(120)]
+    gap = widest_gap(one)
+    assert gap is not None and 0 < gap.size < SPLIT_DEVIATIONS * gap.deviation
+    assert 10 <= gap.at <= 110  # each side at least a tenth of the workers
+    assert widest_gap(one[:5]) is None  # too few for two speeds of three workers
+
+
 def test_a_deviation_measured_before_keeps_the_split_of_a_shifted_candidate() -> None:
     """A candidate 25 % slower in both speeds widens each pooled speed by its shift, which can
     close the gap measured in deviations of the pooled speeds; the A/A session's deviation,
@@ -87,11 +96,13 @@ def test_a_deviation_measured_before_keeps_the_split_of_a_shifted_candidate() ->
     cand = two_speed_times(rng, 60, 1.9, factor=1.25)
     pooled = [math.log(t) for t in (*base, *cand)]
     assert split(pooled) is None
-    speeds = split(pooled, deviation=0.02)
+    speeds = split(pooled, Known(0.02, 1.9))
     assert speeds is not None and speeds.ratio > 1.4
 
 
-def row_of(base: list[float], cand: list[float], split_it: bool = True) -> list:
+def row_of(
+    base: list[float], cand: list[float], split_it: bool = True, known: Known | None = None
+) -> list:
     """The session's rows (compare_rounds, as ab compares its rounds) of one cell whose
     workers took ``base`` and ``cand``, one a round."""
 
@@ -101,10 +112,25 @@ def row_of(base: list[float], cand: list[float], split_it: bool = True) -> list:
                     steady=steady)  # fmt: skip
 
     looks = Looks(len(base), len(base))
-    wanted = {label(cell(1.0)): None} if split_it else {}
+    wanted = {label(cell(1.0)): known} if split_it else {}
     return compare_rounds(
         [[cell(t)] for t in base], [[cell(t)] for t in cand], 0.05, looks, 0.05, split=wanted
     )
+
+
+def test_a_session_whose_times_part_at_its_sides_is_not_split_where_the_speeds_are_known() -> None:
+    """Every process at the fast speed, the candidate 14 % slower: the pooled times part at
+    the sides (fresh sessions of 2026-11-30 did, 1.14x apart where the speeds were 1.49x): a
+    change, not a second speed, refused when the A/A session's speeds are known."""
+    rng = random.Random(10)
+    base = two_speed_times(rng, ROUNDS, 1.49, slow_share=0.0)
+    cand = two_speed_times(rng, ROUNDS, 1.49, slow_share=0.0, factor=1.14)
+    pooled = [math.log(t) for t in (*base, *cand)]
+    sides = split(pooled, Known(0.01, 1.0))
+    assert sides is not None and sides.ratio == pytest.approx(1.14, rel=0.02)
+    assert split(pooled, Known(0.01, 1.49)) is None
+    verdict = decide(row_of(base, cand, known=Known(0.01, 1.49)), GATE)
+    assert verdict.outcome == FAIL and "time within its speeds" not in verdict.failures[0]
 
 
 def test_rows_of_a_two_speed_cell_are_judged_within_their_speeds() -> None:
@@ -225,4 +251,4 @@ def test_ab_splits_every_cell_when_writing_noise_and_the_table_s_cells_after(
     speeds = SpeedNoise(1.5, 0.3, 0.021, 0.03, 0.2)
     cells = {"two": CellNoise(ROUNDS, 0.2, speeds=speeds), "one": CellNoise(ROUNDS, 0.01)}
     table = NoiseTable(HERE, "a CPU", "now", [], ROUNDS, cells)
-    assert ab.speeds_to_split(replace(session, noise=table), [[cell]]) == {"two": 0.021}
+    assert ab.speeds_to_split(replace(session, noise=table), [[cell]]) == {"two": Known(0.021, 1.5)}

@@ -42,11 +42,12 @@ sessions already there):
   baseline environment, then in the candidate's, then ``stackwars compare`` with the same gate
   (the run-to-run term its default); the session's time is written into its compare.json;
 * ``two-speed`` and ``two-speed-ab``: cells of two speeds (numpy's GEMM 256² and 512² with
-  two threads, whose processes land at one of two speeds here), one look after 40 rounds, the
-  gate on time alone, with a noise table given as ``-- --noise FILE`` (an A/A session with
-  ``-- --write-noise FILE`` writes one); the A/B's candidate 10 % slower in both
-  (``TWO_SPEED_INJECTED``). ``whole`` decides each such session again from its rounds without
-  the split (each cell by its whole time), beside what the session decided.
+  two threads, ``regressed_gemm.py``'s, whose processes land at one of two speeds here), one
+  look after 40 rounds, the gate on time alone, with a noise table given as ``-- --noise
+  FILE``; the A/B's candidate computes a share of its rows twice (``SLOWED``, as ``ab``'s).
+  ``whole`` decides each such session again from its rounds without the split (each cell by
+  its whole time), beside what the session decided. (The spin of ``injected/`` added 2-6 %
+  for a factor of 1.1-1.5 to these two-thread cells, not its factor: not used here.)
 
 ``campaign`` runs the recipe's A/A and A/B sessions in turn until ``--until``, adding each
 to its kind's summary in the ``--into`` folder as it ends (the campaign spans sittings, each on
@@ -111,14 +112,9 @@ INJECTING = [
     "--candidate-env", f"STACKWARS_INJECT={json.dumps(INJECTED)}",
 ]  # fmt: skip
 RECIPES = ("recipe", "recipe-ab")
-TWO_SPEED_RUN = ["--workload", "gemm", "--param", "n=256,512", "--stacks", "numpy",
-                 "--threads", "2"]  # fmt: skip
+TWO_SPEED_RUN = ["--workload-file", str(REGRESSED), "--workload", "regressed-gemm",
+                 "--param", "n=256,512", "--stacks", "numpy", "--threads", "2"]  # fmt: skip
 TWO_SPEED_AB = ["--one-look", "--max-rounds", "40"]
-TWO_SPEED_INJECTED = {"gemm numpy:eager": {"factor": 1.1}}
-TWO_SPEED_INJECTING = [
-    "--candidate-env", f"PYTHONPATH={HERE / 'injected'}",
-    "--candidate-env", f"STACKWARS_INJECT={json.dumps(TWO_SPEED_INJECTED)}",
-]  # fmt: skip
 TIME_GATED = (*RECIPES, "two-speed", "two-speed-ab")  # the gate on time alone
 # The fresh sessions issue 54 asks of the recipe, A/A and A/B; a session's wall time at most
 # (the recipe's 900 s budget, its workers' start and its last round).
@@ -134,7 +130,7 @@ KINDS = {
 # thread a worker, then both sides at once on a core each; the recipe).
 AB_OPTIONS = {
     "quick-duet": ["--duet"], "recipe": RECIPE_AB, "recipe-ab": RECIPE_AB + INJECTING,
-    "two-speed": TWO_SPEED_AB, "two-speed-ab": TWO_SPEED_AB + TWO_SPEED_INJECTING,
+    "two-speed": TWO_SPEED_AB, "two-speed-ab": TWO_SPEED_AB + SLOWED,
 }  # fmt: skip
 # docs/ci.md's "Two separate runs": each side one run of three workers a cell, in its own
 # environment, one after the other, compared with its default run-to-run term.
@@ -451,13 +447,18 @@ def redecide_recipe(out: Path, noise: Path) -> None:
     one look where the budget ended them (``ab``'s ``_look_now``, added on 2026-11-29 after the
     first sessions had planned their look at the first round's cost and, their later rounds
     taking longer, judged nothing): the rounds are the ones the session would run with the fix
-    too (the budget stops them alike). Writes each session's ``redecided.json``."""
+    too (the budget stops them alike); and each ``two-speed`` and ``two-speed-ab`` session,
+    whose first ones split cells at their sides (``timing/speeds.py``'s ``Known``, added on
+    2026-11-30 after them). Writes each session's ``redecided.json``."""
+    from dataclasses import asdict
+
     from stackwars.instruments.ab import service as ab
     from stackwars.instruments.ab.data import read_noise
     from stackwars.results.verdict import gate_settings, verdict_of
 
     gate = gate_settings(fail_above=5.0)
-    for folder in sorted((out / "recipe").glob("*/rounds")):
+    kinds = ("recipe", "two-speed", "two-speed-ab")
+    for folder in sorted(path for kind in kinds for path in (out / kind).glob("*/rounds")):
         files = {side: sorted(folder.glob(f"{side}-[0-9][0-9].json")) for side in SIDES}
         kept = min(len(paths) for paths in files.values())
         session = ab.Session((), ab.Side("baseline"), ab.Side("candidate"), folder, gate=gate,
@@ -474,6 +475,10 @@ def redecide_recipe(out: Path, noise: Path) -> None:
             "cells": {state: states.count(state) for state in sorted(set(states))},
             "states": {row.label: state for row, state in zip(rows, states, strict=True)},
         }  # fmt: skip
+        split = {row.label: _speeds_of({"speeds": asdict(row.speeds)}) for row in rows
+                 if row.speeds}  # fmt: skip
+        if split:
+            answer["speeds"] = split
         (folder.parent / "redecided.json").write_text(json.dumps(answer), encoding="utf-8")
         print(f"{folder.parent.name}: {answer['outcome']} {answer['cells']}")
 
@@ -491,7 +496,7 @@ def summarise(out: Path, kind: str, into: Path | None = None) -> None:
     workers' steady medians per cell and side (``medians``) and its outcome without the
     stacks' levels (``spread_alone``, where ``spread-alone`` wrote it)."""
     found = [_summary_of(folder) for folder in sorted((out / kind).glob("*/compare.json"))]
-    changes = {"recipe-ab": INJECTED, "two-speed-ab": TWO_SPEED_INJECTED}.get(kind, {})
+    changes = INJECTED if kind == "recipe-ab" else {}
     summary = {"format": SUMMARY_FORMAT, "kind": kind, "injected": changes, "sessions": found}
     if into is None:
         print(json.dumps(summary, indent=1))
@@ -545,6 +550,7 @@ def _summary_of(folder: Path) -> dict[str, Any]:
     again = folder.parent / "redecided.json"
     if again.is_file():  # decided again (redecide_recipe, redecide_separate)
         session["as_run"] = {key: session[key] for key in ("outcome", "exit", "cells")}
+        session.pop("speeds", None)  # the split decided again, or none
         session |= json.loads(again.read_text(encoding="utf-8"))
     return session
 

@@ -33,6 +33,7 @@ from stackwars.results.speeds import speed_split
 from stackwars.results.verdict import gate_settings
 from stackwars.timing.compare import compare_paired
 from stackwars.timing.sequential import Looks
+from stackwars.timing.speeds import Known
 
 SESSIONS = 400  # drawn sessions: a rate near 50 % is known within 5 points (95 %)
 SEED = 54
@@ -129,7 +130,7 @@ def one_look_decision(
     gate = gate_settings(fail_above=5.0)
     ungated = triage(noise, labels, gate.time_pass_limit or 0.0, gate.alpha, rounds)
     spreads = {label: cell.spread for label, cell in noise.cells.items()}
-    split = {label: cell.speeds.deviation for label, cell in noise.cells.items() if cell.speeds}
+    split = noise.known_speeds()
 
     def decided(drawn: list[list[Pair]]) -> GateVerdict:
         rows = [one_look_row(label, [r[i] for r in drawn], split) for i, label in enumerate(labels)]
@@ -138,7 +139,7 @@ def one_look_decision(
     return decided
 
 
-def one_look_row(label: str, pairs: list[Pair], split: Mapping[str, float | None]) -> ComparisonRow:
+def one_look_row(label: str, pairs: list[Pair], split: Mapping[str, Known | None]) -> ComparisonRow:
     """A cell of a one-look session whose rounds' log times are ``pairs``, split at its two
     speeds (with that within-speed deviation) when ``split`` names it, as compare_rounds
     splits it."""
@@ -149,7 +150,7 @@ def one_look_row(label: str, pairs: list[Pair], split: Mapping[str, float | None
     speeds = None
     if label in split:
         speeds = speed_split(base, cand, looks, threshold=0.05, alpha=0.05,
-                             deviation=split[label])  # fmt: skip
+                             known=split[label])  # fmt: skip
     return ComparisonRow(label, 1.0, 1.0, result, speeds=speeds)
 
 

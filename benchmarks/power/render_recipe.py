@@ -109,6 +109,8 @@ def wilson_upper(hits: int, trials: int) -> float:
 
 
 def render(data: dict[str, Any]) -> str:
+    if data["kind"].startswith("two-speed"):
+        return render_speeds(data)
     if data.get("injected"):
         return render_changes(data)
     sessions = data["sessions"]
@@ -229,6 +231,59 @@ def render_changes(data: dict[str, Any]) -> str:
         rest = len(states) - failed - passed
         lines.append(f"| {name} | {failed} of {len(states)} | {passed} | {rest} |")
     return "\n".join(lines) + "\n"
+
+
+def render_speeds(data: dict[str, Any]) -> str:
+    """Sessions of cells of two speeds (``two-speed``, ``two-speed-ab``): per session its
+    outcome and each cell's state split at its speeds (its time within them and the time its
+    slow share adds; decided again from its rounds by ``fresh_sessions.py redecide-recipe``
+    where the session ran an earlier rule, what it said then beside) and decided again by its
+    whole time (``fresh_sessions.py whole``); then how often each decision passed and failed
+    the cells."""
+    from fresh_sessions import SLOWED  # beside this script, run as one
+
+    sessions = data["sessions"]
+    first, cells = sessions[0], sorted(sessions[0]["states"])
+    what = "A/A"
+    if data["kind"] == "two-speed-ab":
+        what = f"A/B (the candidate's `{SLOWED[-1]}`: a share of each product's rows twice)"
+    lines = [
+        f"Machine {first['cpu_model']} (fingerprint `{first['fingerprint']}`), {len(sessions)} "
+        f"fresh {what} sessions, {first['rounds']} rounds each.",
+        "",
+        f"| started (UTC) | outcome, split | outcome, whole time | {' | '.join(cells)} |",
+        f"| --- | --- | --- | {' | '.join('---' for _ in cells)} |",
+    ]
+    for session in sessions:
+        states = [_split_state(session, cell) for cell in cells]
+        ran = session.get("as_run")
+        split = f"{session['outcome']}" + (f" (as it ran: {ran['outcome']})" if ran else "")
+        lines.append(
+            f"| {session['started'][:16].replace('T', ' ')} | {split} | "
+            f"{session['whole']['outcome']} | {' | '.join(states)} |"
+        )
+    lines += ["", "| cell | split: failed, passed | whole time: failed, passed |",
+              "| --- | ---: | ---: |"]  # fmt: skip
+    for cell in cells:
+        split = [session["states"][cell] for session in sessions]
+        whole = [session["whole"]["states"][cell] for session in sessions]
+        lines.append(
+            f"| {cell} | {split.count('fail')}, {split.count('pass')} of {len(split)} | "
+            f"{whole.count('fail')}, {whole.count('pass')} of {len(whole)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _split_state(session: dict[str, Any], cell: str) -> str:
+    """A cell's state split / by its whole time, with its two tests' changes when split."""
+    state = f"{session['states'][cell]} / {session['whole']['states'][cell]}"
+    found = session.get("speeds", {}).get(cell)
+    if found is None:
+        return f"{state}; not split"
+    within, share = found["within"]["ratio"] - 1, found["share"]["ratio"] - 1
+    return (
+        f"{state}; {found['ratio']:.2f}x apart, within {within:+.1%}, slow share adds {share:+.1%}"
+    )
 
 
 def _change_name(key: str, change: dict[str, float]) -> str:

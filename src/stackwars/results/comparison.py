@@ -56,6 +56,7 @@ from stackwars.timing.compare import (
 )
 from stackwars.timing.family import HOLM, Family, holm
 from stackwars.timing.sequential import Looks, Paired
+from stackwars.timing.speeds import Known
 
 # "No regression larger than this" (percent): what a pass shows by default. A gate that must
 # show "below 5 %" needs about four times the rounds of one that shows "below 10 %" (a
@@ -280,13 +281,13 @@ def compare_rounds(
     looks: Looks,
     alpha: float,
     *,
-    split: Mapping[str, float | None] | None = None,
+    split: Mapping[str, Known | None] | None = None,
 ) -> list[ComparisonRow]:
     """A session's rounds (``stackwars ab``), each cell paired by round
     (``timing/compare.py``'s ``compare_paired``): broken and missing cells as in
     ``compare_runs``. ``split``: the cells (by label) to split at their two speeds where their
-    times part (``results/speeds.py``), each with a worker's deviation within a speed measured
-    before (None: the session's own)."""
+    times part (``results/speeds.py``), each with what an A/A session measured of its speeds
+    (None: the session's own deviation within a speed)."""
     if len(baseline) != len(candidate):
         raise ValueError(f"{len(baseline)} baseline and {len(candidate)} candidate rounds")
     pooled = compare_runs(
@@ -325,7 +326,7 @@ def _paired_row(
     looks: Looks,
     alpha: float,
     *,
-    split: Mapping[str, float | None] | None,
+    split: Mapping[str, Known | None] | None,
 ) -> ComparisonRow:
     """``row`` (every worker ok) judged again from ``pairs``: each round's index, baseline and
     candidate worker, for the rounds in which both sides ran it; split at its speeds when
@@ -337,7 +338,7 @@ def _paired_row(
     speeds = None
     if split is not None and row.label in split:
         speeds = speed_split(base, cand, looks, threshold=threshold, alpha=alpha,
-                             indices=indices, deviation=split[row.label])  # fmt: skip
+                             indices=indices, known=split[row.label])  # fmt: skip
     memory = []
     for change in row.memory:
         read = dict(MEASURES)[change.what]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from stackwars.timing.compare import Comparison, compare_paired
 from stackwars.timing.sequential import Looks
-from stackwars.timing.speeds import Speeds, speed_levels, split, within_speed
+from stackwars.timing.speeds import Known, Speeds, speed_levels, split, within_speed
 
 # The two tests that stand for a split cell's time in the gate's family.
 WITHIN_SPEED = "time within its speeds"
@@ -47,12 +47,12 @@ def speed_split(
     threshold: float,
     alpha: float,
     indices: Sequence[int] = (),
-    deviation: float | None = None,
+    known: Known | None = None,
 ) -> SpeedSplit | None:
     """A session's rounds of one cell (each round's baseline and candidate time) split at its
     two speeds and compared within them and by their share; None when its times do not part
-    (``deviation``: a worker's within a speed, measured before; None: the pooled speeds')."""
-    speeds = split([math.log(t) for t in (*baseline, *candidate)], deviation)
+    (``known``: what an A/A session measured of its speeds; None: the pooled speeds' own)."""
+    speeds = split([math.log(t) for t in (*baseline, *candidate)], known)
     if speeds is None:
         return None
     within = compare_paired(

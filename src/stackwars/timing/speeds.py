@@ -21,7 +21,11 @@ their largest gap that leaves each speed at least ``SMALLEST_SHARE`` of the work
 ``SPLIT_DEVIATIONS`` robust deviations (1.4826 x the median absolute deviation) of a worker
 within its speed: the wider speed's in the pooled times, or a deviation measured before (an
 A/A session's, which a change cannot widen: a candidate 20 % slower in both speeds widens
-each pooled speed by its shift). Each speed's level is the median of its workers.
+each pooled speed by its shift). Each speed's level is the median of its workers. With the
+speeds an A/A session measured (``Known``), the session's must also be at least half as far
+apart (in log time) as those: a session whose processes all landed at one speed, the
+candidate 14 % slower, parts at the sides instead (fresh sessions, 2026-11-30: 1.14x apart
+where the speeds are 1.49x), which is a change of the code, not a second speed.
 
 Validity: the split, the levels and so both ratios are functions of the pooled times, which
 swapping the two workers of any rounds leaves as they are; so under no change (the workers of
@@ -35,6 +39,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 SPLIT_DEVIATIONS = 4.0
 SMALLEST_SHARE = 0.1
@@ -68,23 +73,48 @@ class Speeds:
         )
 
 
-def split(log_times: Sequence[float], deviation: float | None = None) -> Speeds | None:
-    """The two speeds of ``log_times`` (module docstring), ``deviation`` a worker's robust
-    deviation within its speed measured before (None: the pooled speeds' own); None when they
-    do not part."""
+class Gap(NamedTuple):
+    """The widest gap of a cell's sorted log times that leaves each side a speed's share."""
+
+    at: int  # the workers below it
+    size: float  # in log time
+    deviation: float  # the wider side's robust deviation of a worker's log time
+
+
+def widest_gap(log_times: Sequence[float]) -> Gap | None:
+    """Where ``log_times`` would part (module docstring); None when too few for two speeds."""
     ordered = sorted(log_times)
     n = len(ordered)
     least = max(FEWEST_PER_SPEED, math.ceil(SMALLEST_SHARE * n))
     if n < 2 * least:
         return None
-    gap, at = max((ordered[k] - ordered[k - 1], k) for k in range(least, n - least + 1))
-    fast, slow = ordered[:at], ordered[at:]
-    within = max(_deviation(fast), _deviation(slow)) if deviation is None else deviation
-    if gap <= SPLIT_DEVIATIONS * within:
+    size, at = max((ordered[k] - ordered[k - 1], k) for k in range(least, n - least + 1))
+    return Gap(at, size, max(_deviation(ordered[:at]), _deviation(ordered[at:])))
+
+
+class Known(NamedTuple):
+    """What an A/A session measured of a cell's two speeds."""
+
+    deviation: float  # a worker's robust deviation of log time within its speed
+    ratio: float  # the slow speed's time over the fast one's
+
+
+def split(log_times: Sequence[float], known: Known | None = None) -> Speeds | None:
+    """The two speeds of ``log_times`` (module docstring), judged with the deviation and
+    ratio of ``known`` (None: the pooled speeds' own deviation); None when they do not part."""
+    gap = widest_gap(log_times)
+    if gap is None:
         return None
-    boundary = (ordered[at - 1] + ordered[at]) / 2
-    return Speeds(boundary, statistics.median(fast), statistics.median(slow), len(slow) / n,
-                  within)  # fmt: skip
+    within = gap.deviation if known is None else known.deviation
+    if gap.size <= SPLIT_DEVIATIONS * within:
+        return None
+    ordered = sorted(log_times)
+    fast, slow = ordered[: gap.at], ordered[gap.at :]
+    speeds = Speeds((fast[-1] + slow[0]) / 2, statistics.median(fast), statistics.median(slow),
+                    len(slow) / len(ordered), within)  # fmt: skip
+    if known is not None and 2 * math.log(speeds.ratio) < math.log(known.ratio):
+        return None
+    return speeds
 
 
 def _deviation(values: Sequence[float]) -> float:

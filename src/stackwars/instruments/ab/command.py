@@ -143,7 +143,7 @@ def ab_command(args: argparse.Namespace, argv: list[str]) -> int:
     assert verdict is not None  # run_session judges the rounds it measured
     title = (
         f"candidate against baseline: {outcome.rounds} rounds, {outcome.elapsed_s:.0f} s, "
-        f"{outcome.stopped} (threshold {threshold_pct(args):g}%, {session.describe_looks()}, "
+        f"{outcome.stopped} (threshold {threshold_pct(args):g}%, {outcome.looks}, "
         f"the first side of each round drawn with seed {outcome.order_seed})"
     )
     for part in comparison_report(verdict, title):

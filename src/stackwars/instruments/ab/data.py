@@ -56,6 +56,7 @@ from stackwars.results.jsonio import dump, write_atomically
 from stackwars.results.run import now
 from stackwars.results.speeds import SPEED_SHARE, WITHIN_SPEED
 from stackwars.timing.sequential import PLANNING_POWER, Paired, rounds_to_pass
+from stackwars.timing.speeds import Known
 
 NOISE_FORMAT = 3
 READ_FORMATS = (1, 2, 3)
@@ -89,6 +90,14 @@ class NoiseTable:
     command: list[str]
     rounds: int
     cells: dict[str, CellNoise]
+
+    def known_speeds(self) -> dict[str, Known]:
+        """The cells it found at two speeds, with what it measured of them."""
+        return {
+            label: Known(noise.speeds.deviation, noise.speeds.ratio)
+            for label, noise in self.cells.items()
+            if noise.speeds is not None
+        }
 
     def write(self, path: Path) -> None:
         data = {

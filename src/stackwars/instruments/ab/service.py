@@ -62,6 +62,7 @@ from stackwars.service import api
 from stackwars.timing.compare import FASTER_UNSURE, SLOWER_UNSURE, UNDECIDED
 from stackwars.timing.family import holm_level
 from stackwars.timing.sequential import FEWEST_ROUNDS, Looks, rounds_to_reach
+from stackwars.timing.speeds import Known
 
 OWNED_OPTIONS = (
     "--repeat", "--db", "--json", "--resume", "--label", "--order-seed", "--second-look",
@@ -125,6 +126,7 @@ class Outcome:
     verdict: Verdict | None = None
     plan: str = ""  # what the first round's cost says the budget can decide
     stopped: str = ""
+    looks: str = ""  # the design's looks as the session ran them (one look set at its end)
     elapsed_s: float = 0.0
     versions: dict[str, str] = field(default_factory=dict)
     order_seed: int = 0  # the seed that drew each round's first side
@@ -190,6 +192,7 @@ def run_session(session: Session, listen: Listener, clock: Callable[[], float]) 
     start = clock()
     outcome.order_seed = secrets.randbits(31) if session.order_seed is None else session.order_seed
     outcome.stopped, session = _measure(session, outcome, listen, lambda: clock() - start)
+    outcome.looks = session.describe_looks()
     outcome.rows = compare_files(outcome.files, session)
     outcome.verdict = _verdict(outcome.rows, session, outcome.failed)
     return outcome
@@ -382,15 +385,12 @@ def compare_files(files: dict[str, list[Path]], session: Session) -> list[Compar
                           split=speeds_to_split(session, base))  # fmt: skip
 
 
-def speeds_to_split(session: Session, rounds: list[list[Cell]]) -> dict[str, float | None]:
-    """The cells to split at their two speeds (results/speeds.py), each with a worker's
-    deviation within a speed that the noise table measured (None: the session's own)."""
+def speeds_to_split(session: Session, rounds: list[list[Cell]]) -> dict[str, Known | None]:
+    """The cells to split at their two speeds (results/speeds.py), each with what the noise
+    table measured of its speeds (None: the session's own deviation within a speed)."""
     if session.find_speeds:
         return {label(cell): None for cells in rounds for cell in cells}
-    if session.noise is None:
-        return {}
-    cells = session.noise.cells.items()
-    return {name: noise.speeds.deviation for name, noise in cells if noise.speeds is not None}
+    return {} if session.noise is None else dict(session.noise.known_speeds())
 
 
 def _remember_failures(outcome: Outcome, session: Session) -> None:
