@@ -116,8 +116,7 @@ def render(data: dict[str, Any]) -> str:
     sessions = data["sessions"]
     first = sessions[0]
     lines = [
-        f"Machine {first['cpu_model']} (fingerprint `{first['fingerprint']}`), "
-        f"{len(sessions)} fresh A/A {KINDS[data['kind']]}.",
+        f"{_machine(first)}, {len(sessions)} fresh A/A {KINDS[data['kind']]}.",
         "",
         "| started (UTC) | outcome | exit | rounds | seconds | cells | as the session ran |",
         "| --- | --- | ---: | ---: | ---: | --- | --- |",
@@ -127,7 +126,7 @@ def render(data: dict[str, Any]) -> str:
         before = f"{ran['outcome']} (exit {ran['exit']}): {_cells(ran)}" if ran else "the same"
         rounds = "none" if session["rounds"] is None else session["rounds"]
         lines.append(
-            f"| {session['started'][:16].replace('T', ' ')} | {session['outcome']} | "
+            f"| {_started(session)} | {session['outcome']} | "
             f"{session['exit']} | {rounds} | {session['elapsed_s']:.0f} | "
             f"{_cells(session)} | {before} |"
         )
@@ -199,9 +198,8 @@ def render_changes(data: dict[str, Any]) -> str:
     first = sessions[0]
     names = [_change_name(key, change) for key, change in changes.items()]
     lines = [
-        f"Machine {first['cpu_model']} (fingerprint `{first['fingerprint']}`), "
-        f"{len(sessions)} fresh A/B sessions of the recipe, the candidate carrying "
-        f"{len(changes)} changes at once.",
+        f"{_machine(first)}, {len(sessions)} fresh A/B sessions of the recipe, the candidate "
+        f"carrying {len(changes)} changes at once.",
         "",
         f"| started (UTC) | outcome | rounds | {' | '.join(names)} | other cells failed |",
         f"| --- | --- | ---: | {' | '.join('---' for _ in names)} | ---: |",
@@ -213,7 +211,7 @@ def render_changes(data: dict[str, Any]) -> str:
             state == "fail" for label, state in session["states"].items() if label not in changed
         )
         lines.append(
-            f"| {session['started'][:16].replace('T', ' ')} | {session['outcome']} | "
+            f"| {_started(session)} | {session['outcome']} | "
             f"{session['rounds']} | {' | '.join(states)} | {others} |"
         )
     lines += [
@@ -248,8 +246,7 @@ def render_speeds(data: dict[str, Any]) -> str:
     if data["kind"] == "two-speed-ab":
         what = f"A/B (the candidate's `{SLOWED[-1]}`: a share of each product's rows twice)"
     lines = [
-        f"Machine {first['cpu_model']} (fingerprint `{first['fingerprint']}`), {len(sessions)} "
-        f"fresh {what} sessions, {first['rounds']} rounds each.",
+        f"{_machine(first)}, {len(sessions)} fresh {what} sessions, {first['rounds']} rounds each.",
         "",
         f"| started (UTC) | outcome, split | outcome, whole time | {' | '.join(cells)} |",
         f"| --- | --- | --- | {' | '.join('---' for _ in cells)} |",
@@ -259,7 +256,7 @@ def render_speeds(data: dict[str, Any]) -> str:
         ran = session.get("as_run")
         split = f"{session['outcome']}" + (f" (as it ran: {ran['outcome']})" if ran else "")
         lines.append(
-            f"| {session['started'][:16].replace('T', ' ')} | {split} | "
+            f"| {_started(session)} | {split} | "
             f"{session['whole']['outcome']} | {' | '.join(states)} |"
         )
     lines += ["", "| cell | split: failed, passed | whole time: failed, passed |",
@@ -337,6 +334,15 @@ def _state_of(session: dict[str, Any], key: str) -> str:
         for label in changed_cells(key, session["states"])
     ]  # fmt: skip
     return " / ".join(found) or "absent"
+
+
+def _machine(session: dict[str, Any]) -> str:
+    return f"Machine {session['cpu_model']} (fingerprint `{session['fingerprint']}`)"
+
+
+def _started(session: dict[str, Any]) -> str:
+    """When a session began, UTC to the minute."""
+    return session["started"][:16].replace("T", " ")
 
 
 def _cells(session: dict[str, Any]) -> str:

@@ -94,13 +94,16 @@ def add_ab(subparsers: Subparsers) -> None:
         help="this machine's noise table (written by an A/A session's --write-noise): a cell "
         "it says --max-rounds cannot show within --pass-below is, when left undecided, listed "
         "'not gated in this job' with the rounds it needs and does not make the session "
-        "underpowered; it can still fail; a cell whose spread there hides a 4x slow round "
-        "(a cell of two speeds) is never passed",
+        "underpowered; it can still fail; a cell it found at two speeds is judged within "
+        "them and by its share of the slow one (never passed when they lie so far apart that a "
+        "4x slow process hides in the slow one); a cell whose spread there hides a 4x slow "
+        "round is never passed",
     )
     parser.add_argument(
         "--write-noise",
         metavar="FILE",
-        help="write each cell's paired spread as this machine's noise table; the sides must "
+        help="write each cell's paired spread, and the two speeds of a cell whose workers' "
+        "times part at a gap, as this machine's noise table; the sides must "
         "be the same (an A/A session: no --*-python, --*-env or --*-options that differ) and its "
         "rounds fixed (--min-rounds equal to --max-rounds, e.g. 20, or --one-look)",
     )
