@@ -201,15 +201,17 @@ def test_unchanged_two_speed_cells_keep_the_family_s_false_alarm_rate() -> None:
 def test_the_report_and_json_show_the_speeds() -> None:
     rng = random.Random(7)
     base, cand = (two_speed_times(rng, ROUNDS, 1.5) for _ in range(2))
-    verdict = verdict_of(row_of(base, cand), GATE, "one look")
+    verdict = verdict_of(row_of(base, cand, known=Known(0.02, 1.5, 0.3)), GATE, "one look")
     markdown = comparison_markdown(verdict, "a session")
     assert "- speeds: gemm() numpy:eager @ cpu: two speeds 1.5" in markdown
+    assert "slow (30% in the noise table's A/A rounds); within its speeds" in markdown
     assert "within its speeds +" in markdown or "within its speeds -" in markdown
     data = comparison_json(verdict)
     jsonschema.validate(data, COMPARISON_SCHEMA)
     speeds = data["rows"][0]["speeds"]
     assert speeds["speeds"]["slow"] - speeds["speeds"]["fast"] == pytest.approx(math.log(1.5), 0.05)
     assert speeds["share"]["evidence"]["trim"] == 0.0
+    assert speeds["known"] == {"deviation": 0.02, "ratio": 1.5, "slow_share": 0.3}
     assert data["rows"][0]["comparison"]["evidence"]["trim"] == 0.2
 
 
@@ -251,4 +253,5 @@ def test_ab_splits_every_cell_when_writing_noise_and_the_table_s_cells_after(
     speeds = SpeedNoise(1.5, 0.3, 0.021, 0.03, 0.2)
     cells = {"two": CellNoise(ROUNDS, 0.2, speeds=speeds), "one": CellNoise(ROUNDS, 0.01)}
     table = NoiseTable(HERE, "a CPU", "now", [], ROUNDS, cells)
-    assert ab.speeds_to_split(replace(session, noise=table), [[cell]]) == {"two": Known(0.021, 1.5)}
+    found = ab.speeds_to_split(replace(session, noise=table), [[cell]])
+    assert found == {"two": Known(0.021, 1.5, 0.3)}

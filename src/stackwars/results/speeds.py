@@ -22,11 +22,15 @@ class SpeedSplit:
     speeds: Speeds
     within: Comparison  # each round's times over their speeds' levels, paired
     share: Comparison  # each round's speed levels, paired: the time the slow share adds
+    known: Known | None = None  # what the A/A session the split was planned on measured
 
     def describe(self) -> str:
+        before = ""
+        if self.known is not None and self.known.slow_share is not None:
+            before = f" ({self.known.slow_share:.0%} in the noise table's A/A rounds)"
         return (
-            f"{self.speeds.describe()}; within its speeds {_change(self.within)}; its share "
-            f"of the slow speed adds {_change(self.share)}"
+            f"{self.speeds.describe()}{before}; within its speeds {_change(self.within)}; its "
+            f"share of the slow speed adds {_change(self.share)}"
         )
 
 
@@ -63,4 +67,4 @@ def speed_split(
         speed_levels(speeds, baseline), speed_levels(speeds, candidate), looks,
         threshold=threshold, alpha=alpha, indices=indices, trim=0.0,
     )  # fmt: skip
-    return SpeedSplit(speeds, within, share)
+    return SpeedSplit(speeds, within, share, known)

@@ -47,7 +47,8 @@ from stackwars.timing.family import DEFAULT_FAMILY_ALPHA, Family
 #   noise measured before the session said it could not decide); a row's "gate_state" may be
 #   "not gated".
 # * 5 (2026-11-30, issue 54): each row its "speeds" (null, or a cell split at its two speeds:
-#   the speeds and its comparisons within them and of the slow speed's share); a paired
+#   the speeds, its comparisons within them and of the slow speed's share, and what the
+#   noise table it was planned on knew of them, with its A/A slow share, or null); a paired
 #   comparison's evidence its "trim". The schema now allows the max-T procedure that format 3
 #   already wrote (its enum had only "holm").
 COMPARISON_FORMAT = 5

@@ -92,11 +92,13 @@ def widest_gap(log_times: Sequence[float]) -> Gap | None:
     return Gap(at, size, max(_deviation(ordered[:at]), _deviation(ordered[at:])))
 
 
-class Known(NamedTuple):
+@dataclass(frozen=True)
+class Known:
     """What an A/A session measured of a cell's two speeds."""
 
     deviation: float  # a worker's robust deviation of log time within its speed
     ratio: float  # the slow speed's time over the fast one's
+    slow_share: float | None = None  # of its workers (the share's history, shown beside)
 
 
 def split(log_times: Sequence[float], known: Known | None = None) -> Speeds | None:

@@ -94,7 +94,7 @@ class NoiseTable:
     def known_speeds(self) -> dict[str, Known]:
         """The cells it found at two speeds, with what it measured of them."""
         return {
-            label: Known(noise.speeds.deviation, noise.speeds.ratio)
+            label: Known(noise.speeds.deviation, noise.speeds.ratio, noise.speeds.slow_share)
             for label, noise in self.cells.items()
             if noise.speeds is not None
         }
