@@ -13,6 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from stackwars.errors import UsageError
 from stackwars.instruments.ab import service as ab
 from stackwars.instruments.ab.data import (
     CellNoise,
@@ -255,3 +256,14 @@ def test_ab_splits_every_cell_when_writing_noise_and_the_table_s_cells_after(
     table = NoiseTable(HERE, "a CPU", "now", [], ROUNDS, cells)
     found = ab.speeds_to_split(replace(session, noise=table), [[cell]])
     assert found == {"two": Known(0.021, 1.5, 0.3)}
+
+
+def test_a_noise_table_with_a_broken_split_is_refused_with_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "noise.json"
+    cells = {"two": CellNoise(ROUNDS, 0.2, speeds=SpeedNoise(1.5, 0.3, 0.02, 0.03, 0.2))}
+    NoiseTable(HERE, "a CPU", "now", [], ROUNDS, cells).write(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    del data["cells"]["two"]["speeds"]["ratio"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(UsageError, match=r"not a whole noise table .* --write-noise FILE"):
+        read_noise(path)

@@ -651,6 +651,8 @@ def main() -> int:
     args, extra = parser.parse_args(argv[:split]), argv[split + 1 :]
     # Absolute: ab starts each side's Python from folders of its own.
     args.venvs, args.out = args.venvs.resolve(), args.out.resolve()
+    if args.action in ("whole", "redecide-recipe") and not extra:
+        parser.error(f"{args.action} needs the noise table after --: -- NOISE.json")
     if args.action == "setup":
         setup(args.venvs, args.extras)
     elif args.action == "sessions":

@@ -521,7 +521,7 @@ def _hypotheses(rows: list[ComparisonRow], gate: Gate) -> list[Hypothesis]:
         if gate.fail_above is not None and gate.time_pass_limit is not None:
             tests.extend(
                 Hypothesis(index, what, result, gate.fail_above, gate.time_pass_limit)
-                for what, result in _time_tests(row, row.result)
+                for what, result in _time_tests(row)
             )
         if gate.fail_memory_above is not None:
             limit = gate.fail_memory_above
@@ -531,11 +531,12 @@ def _hypotheses(rows: list[ComparisonRow], gate: Gate) -> list[Hypothesis]:
     return tests
 
 
-def _time_tests(row: ComparisonRow, result: Comparison) -> list[tuple[str, Comparison]]:
-    """What stands for a row's time in the family: its time, or for a cell split at its two
-    speeds its time within them and the time its share of the slow one adds."""
+def _time_tests(row: ComparisonRow) -> list[tuple[str, Comparison]]:
+    """What stands for a judged row's time in the family: its time, or for a cell split at
+    its two speeds its time within them and the time its share of the slow one adds."""
+    assert row.result is not None
     if row.speeds is None:
-        return [(TIME, result)]
+        return [(TIME, row.result)]
     return [(WITHIN_SPEED, row.speeds.within), (SPEED_SHARE, row.speeds.share)]
 
 

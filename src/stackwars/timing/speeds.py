@@ -83,7 +83,10 @@ class Gap(NamedTuple):
 
 def widest_gap(log_times: Sequence[float]) -> Gap | None:
     """Where ``log_times`` would part (module docstring); None when too few for two speeds."""
-    ordered = sorted(log_times)
+    return _widest_gap(sorted(log_times))
+
+
+def _widest_gap(ordered: Sequence[float]) -> Gap | None:
     n = len(ordered)
     least = max(FEWEST_PER_SPEED, math.ceil(SMALLEST_SHARE * n))
     if n < 2 * least:
@@ -104,13 +107,13 @@ class Known:
 def split(log_times: Sequence[float], known: Known | None = None) -> Speeds | None:
     """The two speeds of ``log_times`` (module docstring), judged with the deviation and
     ratio of ``known`` (None: the pooled speeds' own deviation); None when they do not part."""
-    gap = widest_gap(log_times)
+    ordered = sorted(log_times)
+    gap = _widest_gap(ordered)
     if gap is None:
         return None
     within = gap.deviation if known is None else known.deviation
     if gap.size <= SPLIT_DEVIATIONS * within:
         return None
-    ordered = sorted(log_times)
     fast, slow = ordered[: gap.at], ordered[gap.at :]
     speeds = Speeds((fast[-1] + slow[0]) / 2, statistics.median(fast), statistics.median(slow),
                     len(slow) / len(ordered), within)  # fmt: skip

@@ -164,7 +164,13 @@ def read_noise(path: Path) -> NoiseTable:
             f"{machine['fingerprint']}; this one is {here}): noise is one machine's; write "
             "this one's with 'stackwars ab --write-noise FILE -- RUN_OPTIONS'"
         )
-    cells = {label: _cell_noise(noise) for label, noise in data["cells"].items()}
+    try:
+        cells = {label: _cell_noise(noise) for label, noise in data["cells"].items()}
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(
+            f"{path} is not a whole noise table ({type(exc).__name__}: {exc}): write it again "
+            "with an A/A session, 'stackwars ab --write-noise FILE -- RUN_OPTIONS'"
+        ) from exc
     return NoiseTable(machine["fingerprint"], machine["cpu_model"], data["measured"],
                       data["command"], data["rounds"], cells)  # fmt: skip
 
